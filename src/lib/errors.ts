@@ -1,0 +1,75 @@
+/**
+ * Operating errors: expected failures with a stable code, a message that names the field and the rule, and an
+ * optional field. The HTTP layer maps each code to a status in exactly one place (src/http/errors.ts); across the
+ * wire an error travels as { code, message, field } and is rebuilt with `errorFromWire`, never matched on its text.
+ */
+export type ErrorCode =
+  | 'invalid_input'
+  | 'acl_not_found'
+  | 'permission_denied'
+  | 'bootstrap_done'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'rate_limited'
+  | 'internal'
+  | 'no_leader'
+  | 'outcome_unknown'
+
+export interface WireError {
+  code: ErrorCode
+  message: string
+  field?: string | undefined
+}
+
+export class WardenError extends Error {
+  override readonly name: string = 'WardenError'
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly field?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+  }
+
+  toWire(): WireError {
+    return this.field === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, field: this.field }
+  }
+}
+
+/** A request field broke a rule. The message reads `<field>: <rule>`. */
+export class InvalidInputError extends WardenError {
+  override readonly name = 'InvalidInputError'
+  constructor(field: string | undefined, rule: string) {
+    super('invalid_input', field === undefined ? rule : `${field}: ${rule}`, field)
+  }
+}
+
+export class NotFoundError extends WardenError {
+  override readonly name = 'NotFoundError'
+  constructor(message: string) {
+    super('not_found', message)
+  }
+}
+
+export class PermissionDeniedError extends WardenError {
+  override readonly name = 'PermissionDeniedError'
+  constructor(message: string) {
+    super('permission_denied', message)
+  }
+}
+
+export class AclNotFoundError extends WardenError {
+  override readonly name = 'AclNotFoundError'
+  constructor() {
+    super('acl_not_found', 'ACL not found')
+  }
+}
+
+export function errorFromWire(wire: WireError): WardenError {
+  return new WardenError(wire.code, wire.message, wire.field)
+}
