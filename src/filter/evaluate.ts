@@ -1,0 +1,133 @@
+/**
+ * Evaluates a parsed filter expression over plain JSON-like data. Every literal in the expression is text; it is
+ * coerced to the type of whatever the selector finds, as go-bexpr coerces to the field's Go type. Evaluation never
+ * throws: a selector that reaches nothing is "missing", and every operator has a defined answer for it.
+ */
+import { unreachable } from '../lib/assert.js'
+import type { FilterExpression, FilterSelector, MatchExpression } from './parser.js'
+
+const MISSING = Symbol('missing')
+type Found = unknown
+
+const CANONICAL_INDEX = /^(?:0|[1-9][0-9]*)$/
+const NUMBER_TEXT = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/
+
+export function evaluateFilter(expression: FilterExpression, target: unknown): boolean {
+  switch (expression.kind) {
+    case 'or':
+      return evaluateFilter(expression.left, target) || evaluateFilter(expression.right, target)
+    case 'and':
+      return evaluateFilter(expression.left, target) && evaluateFilter(expression.right, target)
+    case 'not':
+      return !evaluateFilter(expression.operand, target)
+    case 'match':
+      return evaluateMatch(expression, target)
+    default:
+      return unreachable(expression, 'unknown filter expression')
+  }
+}
+
+/** Every selector path in source order, for callers that restrict which fields a filter may name. */
+export function selectorsOf(expression: FilterExpression): string[][] {
+  switch (expression.kind) {
+    case 'or':
+    case 'and':
+      return [...selectorsOf(expression.left), ...selectorsOf(expression.right)]
+    case 'not':
+      return selectorsOf(expression.operand)
+    case 'match':
+      return [[...expression.selector.path]]
+    default:
+      return unreachable(expression, 'unknown filter expression')
+  }
+}
+
+/**
+ * Each negated operator is exactly the negation of its positive form, so on a missing field `!=`, `not in`,
+ * `not contains` and `not matches` are true while `==`, `in`, `contains` and `matches` are false.
+ */
+function evaluateMatch(match: MatchExpression, target: unknown): boolean {
+  const found = resolve(match.selector, target)
+  switch (match.operator) {
+    case '==':
+      return equalsText(found, match.value.text)
+    case '!=':
+      return !equalsText(found, match.value.text)
+    case 'is empty':
+      return isEmpty(found)
+    case 'is not empty':
+      return !isEmpty(found)
+    case 'in':
+    case 'contains':
+      return holds(found, match.value.text)
+    case 'not in':
+    case 'not contains':
+      return !holds(found, match.value.text)
+    case 'matches':
+      return typeof found === 'string' && match.pattern.test(found)
+    case 'not matches':
+      return !(typeof found === 'string' && match.pattern.test(found))
+    default:
+      return unreachable(match, 'unknown match operator')
+  }
+}
+
+/** Walks own object keys and array indices; anything else along the way, or an undefined value, is missing. */
+function resolve(selector: FilterSelector, target: unknown): Found | typeof MISSING {
+  let current: unknown = target
+  for (const segment of selector.path) {
+    if (Array.isArray(current)) {
+      if (!CANONICAL_INDEX.test(segment)) return MISSING
+      const index = Number(segment)
+      if (index >= current.length) return MISSING
+      current = current[index]
+    } else if (isRecord(current)) {
+      // Own keys only, so `constructor` or `__proto__` never reach into the prototype chain.
+      if (!Object.hasOwn(current, segment)) return MISSING
+      current = current[segment]
+    } else {
+      return MISSING
+    }
+    if (current === undefined) return MISSING
+  }
+  return current === undefined ? MISSING : current
+}
+
+/**
+ * `==` coerces the literal to the found value's type. A null matches only the literal text `null` (bare or quoted:
+ * quoting never changes a literal's meaning); objects and arrays equal nothing; missing equals nothing.
+ */
+function equalsText(found: Found | typeof MISSING, text: string): boolean {
+  switch (typeof found) {
+    case 'string':
+      return found === text
+    case 'number':
+      return NUMBER_TEXT.test(text) && Number(text) === found
+    case 'boolean':
+      return (text === 'true' && found) || (text === 'false' && !found)
+    case 'object':
+      return found === null && text === 'null'
+    default:
+      return false
+  }
+}
+
+/** `in` / `contains`: an array holds an equal element, an object holds the key, a string holds the substring. */
+function holds(found: Found | typeof MISSING, text: string): boolean {
+  if (typeof found === 'string') return found.includes(text)
+  if (Array.isArray(found)) return found.some((element) => equalsText(element, text))
+  if (isRecord(found)) return Object.hasOwn(found, text)
+  return false
+}
+
+/** Strings, arrays and objects are empty at length zero; null and missing are empty; numbers and booleans never. */
+function isEmpty(found: Found | typeof MISSING): boolean {
+  if (found === MISSING || found === null) return true
+  if (typeof found === 'string' || Array.isArray(found)) return found.length === 0
+  if (isRecord(found)) return Object.keys(found).length === 0
+  return false
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
