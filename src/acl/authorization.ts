@@ -1,0 +1,40 @@
+/**
+ * What a request may do. `Permissions` is the narrow interface the HTTP layer asks ("may this caller do acl:write?");
+ * `requirePermission` turns a refusal into the 403 whose message names the permission and the resource lacked, the
+ * thing operators most need when debugging ACLs.
+ */
+import { PermissionDeniedError } from '../lib/errors.js'
+
+export type PermissionResource =
+  | 'acl'
+  | 'operator'
+  | 'mesh'
+  | 'peering'
+  | 'keyring'
+  | 'agent'
+  | 'node'
+  | 'service'
+  | 'intention'
+  | 'session'
+  | 'key'
+  | 'event'
+  | 'query'
+  | 'identity'
+
+export type PermissionAccess = 'read' | 'list' | 'write'
+
+export interface Permissions {
+  allows(resource: PermissionResource, access: PermissionAccess, name?: string): boolean
+}
+
+/** The permission's spelling in messages: intentions are checked as `intentions:write on "web"`, as Consul writes it. */
+export function permissionText(resource: PermissionResource, access: PermissionAccess, name?: string): string {
+  const noun = resource === 'intention' ? 'intentions' : resource
+  return name === undefined ? `${noun}:${access}` : `${noun}:${access} on ${JSON.stringify(name)}`
+}
+
+export function deniedError(accessorID: string, resource: PermissionResource, access: PermissionAccess, name?: string): PermissionDeniedError {
+  return new PermissionDeniedError(
+    `Permission denied: token with AccessorID '${accessorID}' lacks permission ${permissionText(resource, access, name)}`,
+  )
+}

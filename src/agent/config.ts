@@ -1,0 +1,306 @@
+/**
+ * Agent settings from flags, a JSON config file (snake_case keys, readings.md) and the environment, validated once
+ * at start. Flags win over the file; secrets may come from files or the environment instead of argv. Every problem is
+ * a ConfigError whose message names the flag or key, and the CLI exits 2 with it.
+ */
+import { readFileSync } from 'node:fs'
+import { hostname } from 'node:os'
+import { parseDuration } from '../lib/duration.js'
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError'
+}
+
+export interface Address {
+  host: string
+  port: number
+}
+
+export interface AgentConfig {
+  dev: boolean
+  nodeName: string
+  datacenter: string
+  primaryDatacenter: string
+  dataDir: string | undefined
+  httpAddr: Address
+  clusterAddr: Address
+  peers: Record<string, string>
+  join: string[]
+  clusterKey: string | undefined
+  initialManagementToken: string | undefined
+  defaultPolicy: 'allow' | 'deny'
+  downPolicy: 'allow' | 'deny' | 'extend-cache' | 'async-cache'
+  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'
+  tokenMinExpirationTtlMs: number
+  tokenMaxExpirationTtlMs: number
+  cloud: { resourceId?: string; clientId?: string; clientSecret?: string; managementPlaneUrl?: string }
+  raft: { heartbeatIntervalMs: number; electionTimeoutMs: number; snapshotThreshold: number }
+}
+
+type Raw = Record<string, unknown>
+
+const FLAG_KEYS: Record<string, string> = {
+  'node-name': 'node_name',
+  datacenter: 'datacenter',
+  'primary-datacenter': 'primary_datacenter',
+  'data-dir': 'data_dir',
+  'http-addr': 'http_addr',
+  'cluster-addr': 'cluster_addr',
+  'cluster-key': 'cluster_key',
+  'log-level': 'log_level',
+  'default-policy': 'acl.default_policy',
+  'down-policy': 'acl.down_policy',
+  'initial-management-token': 'acl.tokens.initial_management',
+}
+
+const FILE_FLAGS: Record<string, string> = {
+  'cluster-key-file': 'cluster_key',
+  'initial-management-token-file': 'acl.tokens.initial_management',
+}
+
+export interface ParsedFlags {
+  values: Map<string, string>
+  dev: boolean
+  peers: string[]
+  join: string[]
+  configFile: string | undefined
+}
+
+/** `--flag value` and `--flag=value`; `--dev` takes no value; `--peer` and `--join` repeat. */
+export function parseFlags(argv: readonly string[]): ParsedFlags {
+  const parsed: ParsedFlags = { values: new Map(), dev: false, peers: [], join: [], configFile: undefined }
+  for (let position = 0; position < argv.length; position += 1) {
+    const arg = argv[position] ?? ''
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument "${arg}"; flags start with --`)
+    const equals = arg.indexOf('=')
+    const name = arg.slice(2, equals === -1 ? undefined : equals)
+    if (name === 'dev') {
+      if (equals !== -1) throw new ConfigError('--dev: takes no value')
+      parsed.dev = true
+      continue
+    }
+    const known = name in FLAG_KEYS || name in FILE_FLAGS || name === 'peer' || name === 'join' || name === 'config-file'
+    if (!known) throw new ConfigError(`--${name}: unknown flag`)
+    let value: string
+    if (equals !== -1) value = arg.slice(equals + 1)
+    else {
+      const next = argv[position + 1]
+      if (next === undefined) throw new ConfigError(`--${name}: needs a value`)
+      value = next
+      position += 1
+    }
+    if (name === 'peer') parsed.peers.push(value)
+    else if (name === 'join') parsed.join.push(value)
+    else if (name === 'config-file') parsed.configFile = value
+    else parsed.values.set(name, value)
+  }
+  return parsed
+}
+
+function readSecretFile(flag: string, path: string): string {
+  try {
+    const text = readFileSync(path, 'utf8').trim()
+    if (text === '') throw new ConfigError(`--${flag}: ${path} is empty`)
+    return text
+  } catch (error) {
+    if (error instanceof ConfigError) throw error
+    throw new ConfigError(`--${flag}: cannot read ${path}: ${(error as Error).message}`)
+  }
+}
+
+function readConfigFile(path: string): Raw {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    throw new ConfigError(`--config-file: cannot read ${path}: ${(error as Error).message}`)
+  }
+  try {
+    const value = JSON.parse(text) as unknown
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('the top level must be an object')
+    return value as Raw
+  } catch (error) {
+    throw new ConfigError(`--config-file: ${path} is not valid JSON: ${(error as Error).message}`)
+  }
+}
+
+const FILE_KEYS: Record<string, string[] | 'object'> = {
+  node_name: [],
+  datacenter: [],
+  primary_datacenter: [],
+  data_dir: [],
+  http_addr: [],
+  cluster_addr: [],
+  peers: 'object',
+  cluster_key: [],
+  log_level: [],
+  acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens'],
+  cloud: ['resource_id', 'client_id', 'client_secret', 'management_plane_url'],
+  raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold'],
+}
+
+/** Flattens the file to dotted keys (acl.default_policy), refusing keys the agent does not know. */
+function flattenFile(raw: Raw): Map<string, unknown> {
+  const flat = new Map<string, unknown>()
+  for (const [key, value] of Object.entries(raw)) {
+    const shape = FILE_KEYS[key]
+    if (shape === undefined) throw new ConfigError(`config file: unknown key "${key}"`)
+    if (shape === 'object' || (Array.isArray(shape) && shape.length === 0)) {
+      flat.set(key, value)
+      continue
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(`config file: "${key}" must be an object`)
+    for (const [inner, innerValue] of Object.entries(value as Raw)) {
+      if (!shape.includes(inner)) throw new ConfigError(`config file: unknown key "${key}.${inner}"`)
+      if (key === 'acl' && inner === 'tokens') {
+        if (typeof innerValue !== 'object' || innerValue === null) throw new ConfigError('config file: "acl.tokens" must be an object')
+        for (const [tokenKey, tokenValue] of Object.entries(innerValue as Raw)) {
+          if (tokenKey !== 'initial_management') throw new ConfigError(`config file: unknown key "acl.tokens.${tokenKey}"`)
+          flat.set('acl.tokens.initial_management', tokenValue)
+        }
+        continue
+      }
+      flat.set(`${key}.${inner}`, innerValue)
+    }
+  }
+  return flat
+}
+
+function parseAddress(name: string, value: string): Address {
+  const match = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(value)
+  const port = Number(match?.[2])
+  if (match === null || port > 65535) throw new ConfigError(`${name}: "${value}" must be host:port with a port from 0 to 65535`)
+  return { host: (match[1] ?? '').replace(/^\[|\]$/g, ''), port }
+}
+
+export function formatAddress(address: Address): string {
+  return address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`
+}
+
+function durationSetting(name: string, value: unknown, fallbackMs: number): number {
+  if (value === undefined) return fallbackMs
+  const ms = typeof value === 'string' ? parseDuration(value) : undefined
+  if (ms === undefined || ms < 0) throw new ConfigError(`${name}: must be a duration such as 30s`)
+  return ms
+}
+
+function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    throw new ConfigError(`${name}: must be one of ${allowed.join(', ')}`)
+  }
+  return value as T
+}
+
+function stringSetting(name: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'string') throw new ConfigError(`${name}: must be a string`)
+  return value
+}
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
+const DATACENTER = /^[a-z0-9_-]{1,64}$/
+
+export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): AgentConfig {
+  const flags = parseFlags(argv)
+  const settings = flags.configFile === undefined ? new Map<string, unknown>() : flattenFile(readConfigFile(flags.configFile))
+  // Environment secrets fill in what the file leaves out; flags override both.
+  if (env.WARDEN_CLUSTER_KEY && !settings.has('cluster_key')) settings.set('cluster_key', env.WARDEN_CLUSTER_KEY)
+  if (env.WARDEN_INITIAL_MANAGEMENT_TOKEN && !settings.has('acl.tokens.initial_management')) {
+    settings.set('acl.tokens.initial_management', env.WARDEN_INITIAL_MANAGEMENT_TOKEN)
+  }
+  for (const [flag, key] of Object.entries(FILE_FLAGS)) {
+    const path = flags.values.get(flag)
+    if (path !== undefined) settings.set(key, readSecretFile(flag, path))
+  }
+  for (const [flag, value] of flags.values) {
+    const key = FLAG_KEYS[flag]
+    if (key !== undefined) settings.set(key, value)
+  }
+  // Names of settings in messages: the flag when there is one, else the file key.
+  const label = (key: string): string => {
+    const flag = Object.entries(FLAG_KEYS).find(([, fileKey]) => fileKey === key)?.[0]
+    return flag === undefined ? key : `--${flag}`
+  }
+  const text = (key: string): string | undefined => stringSetting(label(key), settings.get(key))
+
+  const nodeName = text('node_name') ?? hostname()
+  if (!NAME.test(nodeName)) throw new ConfigError(`${label('node_name')}: "${nodeName}" must be letters, digits, ".", "-" or "_"`)
+  const datacenter = text('datacenter') ?? 'dc1'
+  if (!DATACENTER.test(datacenter)) throw new ConfigError(`${label('datacenter')}: must be lowercase letters, digits, "-" or "_"`)
+  const primaryDatacenter = text('primary_datacenter') ?? datacenter
+  if (!DATACENTER.test(primaryDatacenter)) throw new ConfigError(`${label('primary_datacenter')}: must be lowercase letters, digits, "-" or "_"`)
+
+  const peers: Record<string, string> = {}
+  const filePeers = settings.get('peers')
+  if (filePeers !== undefined) {
+    if (typeof filePeers !== 'object' || filePeers === null || Array.isArray(filePeers)) throw new ConfigError('peers: must be an object of name to address')
+    for (const [name, address] of Object.entries(filePeers as Raw)) peers[name] = String(address)
+  }
+  for (const peer of flags.peers) {
+    const equals = peer.indexOf('=')
+    if (equals <= 0) throw new ConfigError(`--peer: "${peer}" must be NAME=host:port`)
+    peers[peer.slice(0, equals)] = peer.slice(equals + 1)
+  }
+  for (const [name, address] of Object.entries(peers)) {
+    if (!NAME.test(name)) throw new ConfigError(`--peer: "${name}" is not a valid node name`)
+    parseAddress(`--peer ${name}`, address)
+  }
+  for (const address of flags.join) parseAddress('--join', address)
+
+  const initialManagementToken = text('acl.tokens.initial_management')
+  if (initialManagementToken !== undefined && !/^[\x21-\x7e]{1,128}$/.test(initialManagementToken)) {
+    throw new ConfigError(`${label('acl.tokens.initial_management')}: must be 1 to 128 printable characters without spaces`)
+  }
+  const clusterKey = text('cluster_key')
+  if (clusterKey !== undefined && clusterKey.length < 16) throw new ConfigError(`${label('cluster_key')}: must be at least 16 characters`)
+
+  const tokenMinExpirationTtlMs = durationSetting('acl.token_min_expiration_ttl', settings.get('acl.token_min_expiration_ttl'), 60_000)
+  const tokenMaxExpirationTtlMs = durationSetting('acl.token_max_expiration_ttl', settings.get('acl.token_max_expiration_ttl'), 24 * 3_600_000)
+  if (tokenMinExpirationTtlMs <= 0 || tokenMinExpirationTtlMs > tokenMaxExpirationTtlMs) {
+    throw new ConfigError('acl.token_min_expiration_ttl: must be above zero and at most acl.token_max_expiration_ttl')
+  }
+
+  const heartbeatIntervalMs = durationSetting('raft.heartbeat_interval', settings.get('raft.heartbeat_interval'), 50)
+  const electionTimeoutMs = durationSetting('raft.election_timeout', settings.get('raft.election_timeout'), 500)
+  if (heartbeatIntervalMs <= 0 || electionTimeoutMs < 2 * heartbeatIntervalMs) {
+    throw new ConfigError('raft.election_timeout: must be at least twice raft.heartbeat_interval')
+  }
+  const snapshotThreshold = settings.get('raft.snapshot_threshold') ?? 8192
+  if (typeof snapshotThreshold !== 'number' || !Number.isInteger(snapshotThreshold) || snapshotThreshold < 1) {
+    throw new ConfigError('raft.snapshot_threshold: must be a positive integer')
+  }
+
+  const dataDir = text('data_dir')
+  if (!flags.dev && dataDir === undefined) throw new ConfigError('--data-dir: is required (or run with --dev)')
+
+  return {
+    dev: flags.dev,
+    nodeName,
+    datacenter,
+    primaryDatacenter,
+    dataDir,
+    httpAddr: parseAddress(label('http_addr'), text('http_addr') ?? '127.0.0.1:8500'),
+    clusterAddr: parseAddress(label('cluster_addr'), text('cluster_addr') ?? (flags.dev ? '127.0.0.1:0' : '127.0.0.1:8300')),
+    peers,
+    join: flags.join,
+    clusterKey,
+    initialManagementToken,
+    defaultPolicy: oneOf(label('acl.default_policy'), settings.get('acl.default_policy'), ['allow', 'deny'] as const, 'deny'),
+    downPolicy: oneOf(label('acl.down_policy'), settings.get('acl.down_policy'), ['allow', 'deny', 'extend-cache', 'async-cache'] as const, 'extend-cache'),
+    logLevel: oneOf(label('log_level'), settings.get('log_level'), ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const, 'info'),
+    tokenMinExpirationTtlMs,
+    tokenMaxExpirationTtlMs,
+    cloud: {
+      ...optional('resourceId', stringSetting('cloud.resource_id', settings.get('cloud.resource_id'))),
+      ...optional('clientId', stringSetting('cloud.client_id', settings.get('cloud.client_id'))),
+      ...optional('clientSecret', stringSetting('cloud.client_secret', settings.get('cloud.client_secret'))),
+      ...optional('managementPlaneUrl', stringSetting('cloud.management_plane_url', settings.get('cloud.management_plane_url'))),
+    },
+    raft: { heartbeatIntervalMs, electionTimeoutMs, snapshotThreshold },
+  }
+}
+
+function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, string>)
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+/**
+ * `warden agent [flags]`. Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when the agent fails while running or
+ * cannot start, 2 for a bad flag or config value (one line naming it).
+ */
+import { loadConfig, ConfigError } from '../agent/config.js'
+import { createLogger } from '../agent/logger.js'
+import { startAgent } from '../agent/agent.js'
+
+const USAGE = `usage: warden agent [--dev] [--config-file FILE] [--node-name NAME] [--datacenter DC]
+                    [--primary-datacenter DC] [--data-dir DIR] [--http-addr HOST:PORT]
+                    [--cluster-addr HOST:PORT] [--peer NAME=HOST:PORT ...] [--join HOST:PORT ...]
+                    [--cluster-key SECRET | --cluster-key-file FILE]
+                    [--initial-management-token SECRET | --initial-management-token-file FILE]
+                    [--default-policy allow|deny] [--down-policy POLICY] [--log-level LEVEL]`
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(`${USAGE}\n`)
+    return command === undefined ? 2 : 0
+  }
+  if (command !== 'agent') {
+    process.stderr.write(`warden: unknown command "${command}"\n${USAGE}\n`)
+    return 2
+  }
+  let config
+  try {
+    config = loadConfig(rest, process.env)
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`warden: ${error.message}\n`)
+      return 2
+    }
+    throw error
+  }
+  const log = createLogger(config.nodeName, config.logLevel)
+  const fatal = (error: unknown): void => {
+    log.fatal({ err: error }, 'the agent cannot continue')
+    process.exit(1)
+  }
+  let agent
+  try {
+    agent = await startAgent(config, log, fatal)
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`warden: ${error.message}\n`)
+      return 2
+    }
+    log.fatal({ err: error }, 'the agent could not start')
+    process.stderr.write(`warden: could not start: ${(error as Error).message}\n`)
+    return 1
+  }
+  if (config.dev && config.initialManagementToken === undefined && agent.managementToken !== undefined) {
+    // Printed once for the operator, never into the log.
+    process.stdout.write(`Management token: ${agent.managementToken}\n`)
+  }
+  log.info(
+    { http: agent.httpAddress, cluster: agent.clusterAddress, datacenter: config.datacenter, dataDir: agent.dataDir },
+    'agent ready',
+  )
+  return new Promise<number>((resolve) => {
+    const shutdown = (signal: string): void => {
+      log.info({ signal }, 'stopping')
+      agent.stop().then(
+        () => {
+          log.info('stopped')
+          resolve(0)
+        },
+        (error: unknown) => {
+          log.error({ err: error }, 'unclean stop')
+          resolve(1)
+        },
+      )
+    }
+    process.once('SIGTERM', () => shutdown('SIGTERM'))
+    process.once('SIGINT', () => shutdown('SIGINT'))
+  })
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code
+    // Nothing should keep the process alive after a clean stop; exit explicitly in case a library left a handle.
+    setTimeout(() => process.exit(code), 100).unref()
+  },
+  (error: unknown) => {
+    process.stderr.write(`warden: ${(error as Error).stack ?? String(error)}\n`)
+    process.exit(1)
+  },
+)

@@ -1,0 +1,53 @@
+/**
+ * The Koa application: the error mapper first, then the headers every response carries, the routes (one file per
+ * resource), and last the JSON answers for unknown paths (404) and wrong methods (405 with Allow).
+ */
+import Koa from 'koa'
+import Router from '@koa/router'
+import { WardenError } from '../lib/errors.js'
+import type { AppServices, ApiContext } from './context.js'
+import { errorMiddleware } from './errors.js'
+import { tokenRoutes } from './routes/acl-tokens.js'
+import { policyRoutes } from './routes/acl-policies.js'
+import { authMethodRoutes } from './routes/acl-auth-methods.js'
+import { templatedPolicyRoutes } from './routes/acl-templated-policies.js'
+import { statusRoutes } from './routes/status.js'
+
+export function createApp(services: AppServices): Koa {
+  const app = new Koa()
+  app.proxy = false
+  const router = new Router()
+  tokenRoutes(router)
+  policyRoutes(router)
+  authMethodRoutes(router)
+  templatedPolicyRoutes(router)
+  statusRoutes(router)
+
+  app.use(errorMiddleware(services.log))
+  app.use(async (ctx, next) => {
+    ;(ctx as ApiContext).state.app = services
+    ctx.set('X-Service-Default-ACL-Policy', services.settings.defaultPolicy)
+    await next()
+    if (ctx.body !== undefined && ctx.body !== null && typeof ctx.body === 'object' && !Buffer.isBuffer(ctx.body) && Object.hasOwn(ctx.query, 'pretty')) {
+      ctx.body = JSON.stringify(ctx.body, null, 4)
+      ctx.type = 'application/json'
+    }
+  })
+  app.use(router.routes())
+  app.use(async (ctx) => {
+    // No route took the request. If its path exists under other methods, it is a 405 listing them; else a 404.
+    const allowed = new Set<string>()
+    for (const layer of ctx.matched ?? []) for (const method of layer.methods) if (method !== 'HEAD') allowed.add(method)
+    if (allowed.size > 0) {
+      if (ctx.method === 'OPTIONS') {
+        ctx.set('Allow', ['OPTIONS', ...allowed].join(', '))
+        ctx.status = 204
+        return
+      }
+      ctx.set('Allow', ['OPTIONS', ...allowed].join(', '))
+      throw new WardenError('method_not_allowed', `method ${ctx.method} is not allowed on ${ctx.path}; allowed: ${[...allowed].join(', ')}`)
+    }
+    throw new WardenError('not_found', `Invalid URL path: ${ctx.path} is not a recognized HTTP API endpoint`)
+  })
+  return app
+}

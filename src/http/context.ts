@@ -1,0 +1,40 @@
+/**
+ * What every route handler reaches through `ctx.state.app`: the state store (reads), the cluster (writes), the token
+ * resolver, and the agent settings the API exposes or enforces.
+ */
+import type { Context } from 'koa'
+import type { Logger } from 'pino'
+import type { Cluster } from '../rpc/index.js'
+import type { StateStore } from '../state/store.js'
+import type { Caller, TokenResolver } from '../acl/resolver.js'
+
+export interface ApiSettings {
+  nodeName: string
+  datacenter: string
+  primaryDatacenter: string
+  defaultPolicy: 'allow' | 'deny'
+  downPolicy: string
+  tokenMinExpirationTtlMs: number
+  tokenMaxExpirationTtlMs: number
+  /** Bound on blocking queries waiting at once on this node. */
+  blockingQueriesMax: number
+}
+
+export interface AppServices {
+  state: StateStore
+  cluster: Cluster
+  resolver: TokenResolver
+  settings: ApiSettings
+  log: Logger
+  /** The clock, injectable so tests of expiry need not sleep. */
+  now: () => number
+  /** Aborted when the agent stops: blocking queries return at once instead of holding the shutdown. */
+  closing: AbortSignal
+}
+
+export interface RequestState {
+  app: AppServices
+  caller?: Caller
+}
+
+export type ApiContext = Context & { state: RequestState }

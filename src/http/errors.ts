@@ -1,0 +1,51 @@
+/**
+ * The first middleware: every error leaves as one JSON shape, {"Error", "Code", "Field"?}, with the status its code
+ * maps to. Anything that is not an operating error is a 500 whose details go only to the log.
+ */
+import type { Context, Next } from 'koa'
+import type { Logger } from 'pino'
+import { WardenError, type ErrorCode } from '../lib/errors.js'
+
+export const STATUS_BY_CODE: Record<ErrorCode, number> = {
+  invalid_input: 400,
+  acl_not_found: 403,
+  permission_denied: 403,
+  bootstrap_done: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  rate_limited: 429,
+  internal: 500,
+  no_leader: 503,
+  outcome_unknown: 504,
+}
+
+export function errorBody(code: ErrorCode, message: string, field?: string): Record<string, string> {
+  return field === undefined ? { Error: message, Code: code } : { Error: message, Code: code, Field: field }
+}
+
+export function errorMiddleware(log: Logger) {
+  return async function mapErrors(ctx: Context, next: Next): Promise<void> {
+    try {
+      await next()
+    } catch (error) {
+      if (error instanceof WardenError) {
+        ctx.status = STATUS_BY_CODE[error.code]
+        ctx.body = errorBody(error.code, error.message, error.field)
+        if (error.code === 'outcome_unknown' || error.code === 'internal') log.warn({ err: error, path: ctx.path }, error.message)
+        return
+      }
+      // Koa's own errors (a client that hung up, a malformed URL) carry an exposable status below 500.
+      const status = (error as { status?: unknown }).status
+      if (typeof status === 'number' && status >= 400 && status < 500 && (error as { expose?: boolean }).expose === true) {
+        ctx.status = status
+        ctx.body = errorBody('invalid_input', (error as Error).message)
+        return
+      }
+      log.error({ err: error, method: ctx.method, path: ctx.path }, 'request failed')
+      ctx.status = 500
+      ctx.body = errorBody('internal', 'internal error; see the agent log')
+    }
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * Serving reads: the consistency barrier, blocking queries and the response headers, the same for every endpoint.
+ *
+ * Blocking (readings.md): a list returns once its table's index exceeds the client's index; a read of one record once
+ * that record's ModifyIndex exceeds it, or the record is missing and the table's index exceeds it. An index above the
+ * current one (a restored snapshot) returns at once. The wait is bounded (default 5 min, at most 10 min, plus jitter
+ * of up to wait/16), the number of waiting queries is bounded, and a query whose client hung up stops waiting. On
+ * waking, the token is checked again.
+ */
+import { randomInt } from 'node:crypto'
+import { WardenError } from '../lib/errors.js'
+import type { Table } from '../state/keys.js'
+import type { ApiContext } from './context.js'
+import { blockingOf, consistencyOf, refreshCaller } from './request.js'
+
+export interface ReadResult {
+  body: unknown
+  /** For reads of one record: its ModifyIndex, or undefined when it is missing. */
+  modifyIndex?: number
+  /** Entries were left out because the caller may not read them. */
+  filtered?: boolean
+}
+
+export interface ReadSpec {
+  table: Table
+  /** Set for reads of one record: the record key to watch while it exists or once it is known. */
+  recordKey?: string
+  /** Reads of one record: the error when it is missing once the query returns. */
+  missing?: () => WardenError
+  /** Endpoints whose Consistency column says "none" ignore the modes; "all" endpoints honour them. */
+  consistency: 'all' | 'none'
+  blocking: boolean
+}
+
+let waitingQueries = 0
+
+export function waitingQueryCount(): number {
+  return waitingQueries
+}
+
+export async function serveRead(ctx: ApiContext, spec: ReadSpec, run: () => Promise<ReadResult>): Promise<void> {
+  const { state, cluster, settings } = ctx.state.app
+  const { mode } = consistencyOf(ctx)
+  const effective = spec.consistency === 'all' ? mode : 'leader'
+  await cluster.readBarrier(effective)
+  const blocking = spec.blocking ? blockingOf(ctx) : undefined
+  let result = await run()
+  if (blocking !== undefined) {
+    const jitterMs = blocking.waitMs >= 16 ? randomInt(0, Math.floor(blocking.waitMs / 16) + 1) : 0
+    const deadline = Date.now() + blocking.waitMs + jitterMs
+    const isRecord = spec.recordKey !== undefined || spec.missing !== undefined
+    for (;;) {
+      const tableIndex = state.tableIndex(spec.table)
+      if (blocking.index > tableIndex) break
+      const ready = isRecord
+        ? result.modifyIndex !== undefined
+          ? result.modifyIndex > blocking.index
+          : tableIndex > blocking.index
+        : tableIndex > blocking.index
+      if (ready || Date.now() >= deadline || ctx.state.app.closing.aborted) break
+      const watchKey = result.modifyIndex !== undefined ? spec.recordKey : undefined
+      const woke = await waitForChange(ctx, spec.table, watchKey, deadline, settings.blockingQueriesMax)
+      if (woke === 'gone') return
+      await refreshCaller(ctx)
+      result = await run()
+    }
+  }
+  respond(ctx, spec, effective, result)
+}
+
+function respond(ctx: ApiContext, spec: ReadSpec, effective: string, result: ReadResult): void {
+  const { state, cluster } = ctx.state.app
+  ctx.set('X-Service-Index', String(Math.max(1, state.tableIndex(spec.table))))
+  ctx.set('X-Service-KnownLeader', String(cluster.leaderAddress() !== ''))
+  ctx.set('X-Service-LastContact', String(cluster.lastContactMs()))
+  ctx.set('X-Service-Effective-Consistency', effective)
+  if (result.filtered === true) ctx.set('X-Service-Results-Filtered-By-ACLs', 'true')
+  if (spec.missing !== undefined && result.modifyIndex === undefined) throw spec.missing()
+  ctx.body = result.body
+}
+
+/** Waits for the next change of the table (or of one record), the deadline, or the client hanging up. */
+function waitForChange(
+  ctx: ApiContext,
+  table: Table,
+  recordKey: string | undefined,
+  deadline: number,
+  waitingMax: number,
+): Promise<'changed' | 'timeout' | 'gone'> {
+  if (waitingQueries >= waitingMax) {
+    return Promise.reject(new WardenError('rate_limited', `too many blocking queries are waiting on this node (at most ${waitingMax}); retry later`))
+  }
+  const { watches } = ctx.state.app.state
+  waitingQueries += 1
+  return new Promise((resolve) => {
+    let settled = false
+    const finish = (outcome: 'changed' | 'timeout' | 'gone'): void => {
+      if (settled) return
+      settled = true
+      waitingQueries -= 1
+      clearTimeout(timer)
+      unsubscribe()
+      ctx.res.off('close', onClose)
+      ctx.state.app.closing.removeEventListener('abort', onClosing)
+      resolve(outcome)
+    }
+    const onClose = (): void => finish('gone')
+    const onClosing = (): void => finish('timeout')
+    const timer = setTimeout(() => finish('timeout'), Math.max(0, deadline - Date.now()))
+    const unsubscribe = watches.subscribe(table, recordKey === undefined ? undefined : [recordKey], () => finish('changed'))
+    const { closing } = ctx.state.app
+    ctx.res.on('close', onClose)
+    closing.addEventListener('abort', onClosing, { once: true })
+  })
+}

@@ -1,0 +1,125 @@
+/**
+ * Reading what a request says beyond its body: the token, the namespace (the contract's precedence table), the
+ * consistency mode and the blocking parameters, each validated with a message that names the parameter.
+ */
+import { InvalidInputError } from '../lib/errors.js'
+import { parseDuration } from '../lib/duration.js'
+import { DEFAULT_NAMESPACE } from '../state/records.js'
+import type { Caller } from '../acl/resolver.js'
+import { deniedError, type PermissionAccess, type PermissionResource } from '../acl/authorization.js'
+import type { ApiContext } from './context.js'
+
+/** The secret: `?token=`, then `X-Service-Token`, then `Authorization: Bearer <secret>`. */
+export function secretOf(ctx: ApiContext): string | undefined {
+  const query = ctx.query.token
+  if (typeof query === 'string' && query !== '') return query
+  const header = ctx.get('X-Service-Token')
+  if (header !== '') return header
+  const authorization = ctx.get('Authorization')
+  const match = /^bearer\s+(\S+)/i.exec(authorization)
+  return match?.[1]
+}
+
+export async function callerOf(ctx: ApiContext): Promise<Caller> {
+  if (ctx.state.caller === undefined) {
+    const { resolver, now } = ctx.state.app
+    ctx.state.caller = await resolver.resolve(secretOf(ctx), now())
+  }
+  return ctx.state.caller
+}
+
+/** Resolves the token again, as a blocking query must after it wakes: a token revoked mid-wait is refused. */
+export async function refreshCaller(ctx: ApiContext): Promise<Caller> {
+  ctx.state.caller = undefined
+  return callerOf(ctx)
+}
+
+export async function requirePermission(ctx: ApiContext, resource: PermissionResource, access: PermissionAccess, name?: string): Promise<Caller> {
+  const caller = await callerOf(ctx)
+  if (!caller.permissions.allows(resource, access, name)) throw deniedError(caller.accessorID, resource, access, name)
+  return caller
+}
+
+const NAMESPACE = /^[A-Za-z0-9_-]{1,64}$/
+
+function checkNamespace(value: string, field: string): string {
+  if (!NAMESPACE.test(value)) throw new InvalidInputError(field, 'must be 1 to 64 letters, digits, "-" or "_"')
+  return value
+}
+
+function queryString(ctx: ApiContext, name: string): string | undefined {
+  const value = ctx.query[name]
+  if (Array.isArray(value)) return value[0]
+  return value
+}
+
+/**
+ * The namespace of a request, by the contract's precedence: body `Namespace` (create and update only), then `?ns`,
+ * then the `X-Service-Namespace` header, then the namespace of the request's token, then `default`.
+ */
+export async function namespaceOf(ctx: ApiContext, bodyNamespace?: string, options: { allowWildcard?: boolean } = {}): Promise<string> {
+  if (bodyNamespace !== undefined && bodyNamespace !== '') return checkNamespace(bodyNamespace, 'Namespace')
+  const query = queryString(ctx, 'ns')
+  if (query !== undefined && query !== '') return query === '*' && options.allowWildcard === true ? '*' : checkNamespace(query, 'ns')
+  const header = ctx.get('X-Service-Namespace')
+  if (header !== '') return header === '*' && options.allowWildcard === true ? '*' : checkNamespace(header, 'X-Service-Namespace')
+  const caller = await callerOf(ctx)
+  return caller.token.Namespace || DEFAULT_NAMESPACE
+}
+
+export type Consistency = 'leader' | 'stale' | 'consistent'
+
+function flag(ctx: ApiContext, name: string): boolean {
+  return Object.hasOwn(ctx.query, name)
+}
+
+/** The consistency mode asked for. Both ?stale and ?consistent at once contradict each other on every endpoint. */
+export function consistencyOf(ctx: ApiContext): { mode: Consistency; maxStaleMs?: number } {
+  const stale = flag(ctx, 'stale')
+  const consistent = flag(ctx, 'consistent')
+  const maxStaleText = queryString(ctx, 'max_stale')
+  if (consistent && (stale || maxStaleText !== undefined)) {
+    throw new InvalidInputError('consistent', 'cannot be combined with stale or max_stale: their semantics conflict')
+  }
+  if (consistent) return { mode: 'consistent' }
+  if (maxStaleText !== undefined) {
+    const maxStaleMs = parseDuration(maxStaleText)
+    if (maxStaleMs === undefined || maxStaleMs < 0) throw new InvalidInputError('max_stale', 'must be a duration such as 5s')
+    return { mode: 'stale', maxStaleMs }
+  }
+  return { mode: stale ? 'stale' : 'leader' }
+}
+
+export const WAIT_DEFAULT_MS = 5 * 60_000
+export const WAIT_MAX_MS = 10 * 60_000
+
+/** `?index=N&wait=D`; index 0 or absent means a plain read. */
+export function blockingOf(ctx: ApiContext): { index: number; waitMs: number } | undefined {
+  const indexText = queryString(ctx, 'index')
+  const waitText = queryString(ctx, 'wait')
+  let waitMs = WAIT_DEFAULT_MS
+  if (waitText !== undefined) {
+    const parsed = parseDuration(waitText)
+    if (parsed === undefined || parsed < 0) throw new InvalidInputError('wait', 'must be a duration such as 30s')
+    waitMs = Math.min(parsed, WAIT_MAX_MS)
+  }
+  if (indexText === undefined || indexText === '') return undefined
+  if (!/^\d+$/.test(indexText) || !Number.isSafeInteger(Number(indexText))) {
+    throw new InvalidInputError('index', 'must be a non-negative integer')
+  }
+  const index = Number(indexText)
+  if (index === 0) return undefined
+  return { index, waitMs }
+}
+
+export function queryParam(ctx: ApiContext, name: string): string | undefined {
+  return queryString(ctx, name)
+}
+
+export function boolParam(ctx: ApiContext, name: string): boolean {
+  const value = queryString(ctx, name)
+  if (value === undefined) return false
+  if (value === '' || value === 'true' || value === '1') return true
+  if (value === 'false' || value === '0') return false
+  throw new InvalidInputError(name, 'must be true or false')
+}

@@ -1,0 +1,86 @@
+/** Templated policies (read, preview, list) and the one-time ACL bootstrap. */
+import Router from '@koa/router'
+import { NotFoundError } from '../../lib/errors.js'
+import { formatTime, isUuid, newUuid } from '../../lib/ids.js'
+import { InvalidInputError } from '../../lib/errors.js'
+import { BUILTIN_TEMPLATED_POLICIES, renderTemplatedPolicy, templatedPolicyByName, type TemplatedPolicyRecord } from '../../acl/templated-policies.js'
+import { DEFAULT_NAMESPACE, type AclToken } from '../../state/records.js'
+import type { ApiContext } from '../context.js'
+import { readJsonObject } from '../body.js'
+import { LinkNames, renderToken } from '../render.js'
+import { namespaceOf, requirePermission } from '../request.js'
+import { bootstrapSchema, previewSchema } from '../schemas.js'
+import { validateBody } from '../validate.js'
+import { propose } from '../write.js'
+
+function renderTemplate(record: TemplatedPolicyRecord): Record<string, unknown> {
+  const body: Record<string, unknown> = { TemplateName: record.TemplateName, Schema: record.Schema, Template: record.Template }
+  if (record.Description !== undefined) body.Description = record.Description
+  return body
+}
+
+/** Template names contain a slash (`builtin/service`): the route captures the rest of the path. */
+function templateNameOf(ctx: ApiContext): string {
+  const raw = ctx.params.name
+  return Array.isArray(raw) ? raw.join('/') : String(raw ?? '')
+}
+
+function templateOrNotFound(name: string): TemplatedPolicyRecord {
+  const record = templatedPolicyByName(name)
+  if (record === undefined) throw new NotFoundError(`no templated policy named "${name}"`)
+  return record
+}
+
+async function readTemplate(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'acl', 'read')
+  ctx.body = renderTemplate(templateOrNotFound(templateNameOf(ctx)))
+}
+
+async function previewTemplate(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'acl', 'read')
+  const name = templateNameOf(ctx)
+  templateOrNotFound(name)
+  const body = validateBody<{ Name?: string }>(previewSchema, await readJsonObject(ctx))
+  await namespaceOf(ctx)
+  ctx.body = renderTemplatedPolicy(name, body.Name === undefined ? {} : { name: body.Name })
+}
+
+async function listTemplates(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'acl', 'read')
+  const body: Record<string, unknown> = {}
+  for (const [name, record] of BUILTIN_TEMPLATED_POLICIES) body[name] = renderTemplate(record)
+  ctx.body = body
+}
+
+/** PUT /v1/acl/bootstrap: the first management token of a cluster started without one; later calls are refused. */
+async function bootstrap(ctx: ApiContext): Promise<void> {
+  const body = validateBody<{ BootstrapSecret?: string }>(bootstrapSchema, await readJsonObject(ctx))
+  if (body.BootstrapSecret !== undefined && body.BootstrapSecret !== '' && !isUuid(body.BootstrapSecret)) {
+    throw new InvalidInputError('BootstrapSecret', 'must be a UUID')
+  }
+  const token = await propose(ctx, {
+    type: 'acl.bootstrap',
+    token: {
+      AccessorID: newUuid(),
+      SecretID: body.BootstrapSecret ? body.BootstrapSecret.toLowerCase() : newUuid(),
+      Description: 'Bootstrap Token (Global Management)',
+      Policies: [],
+      Roles: [],
+      TemplatedPolicies: [],
+      ServiceIdentities: [],
+      NodeIdentities: [],
+      Local: false,
+      AuthMethod: '',
+      CreateTime: formatTime(ctx.state.app.now()),
+      Namespace: DEFAULT_NAMESPACE,
+    },
+  })
+  ctx.body = await renderToken(token as AclToken, new LinkNames(ctx.state.app.state.reader), true)
+}
+
+export function templatedPolicyRoutes(router: Router): void {
+  router.get('/v1/acl/templated-policy/name/*name', (ctx) => readTemplate(ctx as ApiContext))
+  router.post('/v1/acl/templated-policy/preview/*name', (ctx) => previewTemplate(ctx as ApiContext))
+  router.get('/v1/acl/templated-policies', (ctx) => listTemplates(ctx as ApiContext))
+  router.put('/v1/acl/bootstrap', (ctx) => bootstrap(ctx as ApiContext))
+}

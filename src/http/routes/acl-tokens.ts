@@ -1,0 +1,302 @@
+/**
+ * Tokens: create, read (and expanded read), self, update, clone, delete, list. What needs the clock (CreateTime,
+ * expiry bounds) or randomness (AccessorID, SecretID) is decided here and travels in the command; what needs the
+ * state (unique IDs, links, immutable fields) is decided when the command is applied.
+ */
+import Router from '@koa/router'
+import { InvalidInputError, NotFoundError } from '../../lib/errors.js'
+import { formatDuration, parseDuration } from '../../lib/duration.js'
+import { formatTime, isUuid, newUuid, parseTime } from '../../lib/ids.js'
+import { isExpired } from '../../acl/resolver.js'
+import { nodeIdentityPolicy, serviceIdentityPolicy, type SyntheticPolicy } from '../../acl/synthetic-policies.js'
+import { renderTemplatedPolicy } from '../../acl/templated-policies.js'
+import { ANONYMOUS_TOKEN_ID, RESERVED_ID_PREFIX } from '../../state/builtins.js'
+import type { LinkInput, TokenCreate } from '../../state/commands.js'
+import { nsKey, recordKey } from '../../state/keys.js'
+import type { AclRole, AclToken, NodeIdentity, ServiceIdentity, TemplatedPolicyLink } from '../../state/records.js'
+import { getRecord, listByIndex, listRecords, tokenSpec } from '../../state/tables.js'
+import type { ApiContext } from '../context.js'
+import { checkLinks, checkNodeIdentities, checkServiceIdentities, checkTemplatedPolicies } from '../acl-fields.js'
+import { serveRead } from '../read.js'
+import { LinkNames, renderPolicy, renderRole, renderToken } from '../render.js'
+import { boolParam, callerOf, namespaceOf, queryParam, requirePermission } from '../request.js'
+import { tokenSchema, tokenCloneSchema } from '../schemas.js'
+import { readJsonObject } from '../body.js'
+import { validateBody } from '../validate.js'
+import { propose } from '../write.js'
+
+interface TokenBody {
+  AccessorID?: string
+  SecretID?: string
+  Description?: string
+  Policies?: LinkInput[]
+  Roles?: LinkInput[]
+  TemplatedPolicies?: Array<{ TemplateName: string; TemplateVariables?: { name?: unknown } }>
+  ServiceIdentities?: ServiceIdentity[]
+  NodeIdentities?: NodeIdentity[]
+  Local?: boolean
+  AuthMethod?: string
+  ExpirationTime?: string
+  ExpirationTTL?: string | number
+  Namespace?: string
+}
+
+export function accessorParam(value: string | undefined, field = 'AccessorID'): string {
+  if (value === undefined || !isUuid(value)) throw new InvalidInputError(field, 'must be a UUID')
+  return value.toLowerCase()
+}
+
+function linkedFields(body: TokenBody, local: boolean) {
+  return {
+    Policies: checkLinks('Policies', body.Policies),
+    Roles: checkLinks('Roles', body.Roles),
+    TemplatedPolicies: checkTemplatedPolicies(body.TemplatedPolicies),
+    ServiceIdentities: checkServiceIdentities(body.ServiceIdentities, local),
+    NodeIdentities: checkNodeIdentities(body.NodeIdentities),
+  }
+}
+
+/** ExpirationTime from ExpirationTime or ExpirationTTL, within the agent's bounds from now. */
+function expirationOf(ctx: ApiContext, body: TokenBody, nowMs: number): string | undefined {
+  const { tokenMinExpirationTtlMs: min, tokenMaxExpirationTtlMs: max } = ctx.state.app.settings
+  const bounds = `must be between ${formatDuration(min)} and ${formatDuration(max)}`
+  const ttlGiven = body.ExpirationTTL !== undefined && body.ExpirationTTL !== '' && body.ExpirationTTL !== 0 && body.ExpirationTTL !== '0s'
+  const timeGiven = body.ExpirationTime !== undefined && body.ExpirationTime !== ''
+  if (ttlGiven && timeGiven) throw new InvalidInputError('ExpirationTTL', 'cannot be set together with ExpirationTime')
+  if (ttlGiven) {
+    // A number is nanoseconds, as Go encodes a time.Duration.
+    const ttlMs = typeof body.ExpirationTTL === 'number' ? body.ExpirationTTL / 1e6 : parseDuration(body.ExpirationTTL ?? '')
+    if (ttlMs === undefined) throw new InvalidInputError('ExpirationTTL', 'must be a duration such as 10m')
+    if (ttlMs < min || ttlMs > max) throw new InvalidInputError('ExpirationTTL', bounds)
+    return formatTime(nowMs + ttlMs)
+  }
+  if (timeGiven) {
+    const at = parseTime(body.ExpirationTime ?? '')
+    if (at === undefined) throw new InvalidInputError('ExpirationTime', 'must be an RFC 3339 time')
+    if (at < nowMs + min || at > nowMs + max) throw new InvalidInputError('ExpirationTime', `${bounds} in the future`)
+    return formatTime(at)
+  }
+  return undefined
+}
+
+function checkOwnIds(body: TokenBody): void {
+  for (const field of ['AccessorID', 'SecretID'] as const) {
+    const value = body[field]
+    if (value === undefined || value === '') continue
+    if (!isUuid(value)) throw new InvalidInputError(field, 'must be a UUID')
+    if (value.toLowerCase().startsWith(RESERVED_ID_PREFIX)) throw new InvalidInputError(field, 'is reserved for built-in records')
+  }
+}
+
+async function showSecrets(ctx: ApiContext): Promise<boolean> {
+  return (await callerOf(ctx)).permissions.allows('acl', 'write')
+}
+
+/** A token that exists and has not expired, or a 404. */
+async function liveToken(ctx: ApiContext, accessorID: string): Promise<AclToken> {
+  const token = await getRecord(ctx.state.app.state.reader, tokenSpec, accessorID)
+  if (token === undefined || isExpired(token, ctx.state.app.now())) throw new NotFoundError(`token "${accessorID}" does not exist`)
+  return token
+}
+
+async function respondToken(ctx: ApiContext, token: AclToken): Promise<void> {
+  ctx.body = await renderToken(token, new LinkNames(ctx.state.app.state.reader), true)
+}
+
+async function createToken(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'acl', 'write')
+  const body = validateBody<TokenBody>(tokenSchema, await readJsonObject(ctx))
+  checkOwnIds(body)
+  if (body.AuthMethod !== undefined && body.AuthMethod !== '') {
+    throw new InvalidInputError('AuthMethod', 'may only be set by a login through an auth method')
+  }
+  const nowMs = ctx.state.app.now()
+  const local = body.Local ?? false
+  const expiration = expirationOf(ctx, body, nowMs)
+  const token: TokenCreate = {
+    AccessorID: body.AccessorID ? body.AccessorID.toLowerCase() : newUuid(),
+    SecretID: body.SecretID ? body.SecretID.toLowerCase() : newUuid(),
+    Description: body.Description ?? '',
+    ...linkedFields(body, local),
+    Local: local,
+    AuthMethod: '',
+    ...(expiration === undefined ? {} : { ExpirationTime: expiration }),
+    CreateTime: formatTime(nowMs),
+    Namespace: await namespaceOf(ctx, body.Namespace),
+  }
+  await respondToken(ctx, (await propose(ctx, { type: 'acl.token.create', token })) as AclToken)
+}
+
+async function updateToken(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'acl', 'write')
+  const accessorID = accessorParam(ctx.params.id)
+  const body = validateBody<TokenBody>(tokenSchema, await readJsonObject(ctx))
+  if (body.AccessorID !== undefined && body.AccessorID !== '' && body.AccessorID.toLowerCase() !== accessorID) {
+    throw new InvalidInputError('AccessorID', 'must equal the AccessorID in the path')
+  }
+  if (body.ExpirationTTL !== undefined && body.ExpirationTTL !== '' && body.ExpirationTTL !== 0 && body.ExpirationTTL !== '0s') {
+    throw new InvalidInputError('ExpirationTTL', 'can only be set when the token is created')
+  }
+  const existing = await liveToken(ctx, accessorID)
+  let expirationTime: string | undefined
+  if (body.ExpirationTime !== undefined && body.ExpirationTime !== '') {
+    const at = parseTime(body.ExpirationTime)
+    if (at === undefined) throw new InvalidInputError('ExpirationTime', 'must be an RFC 3339 time')
+    expirationTime = formatTime(at)
+  }
+  const local = body.Local ?? false
+  const namespace = body.Namespace !== undefined && body.Namespace !== '' ? await namespaceOf(ctx, body.Namespace) : existing.Namespace
+  const result = await propose(ctx, {
+    type: 'acl.token.update',
+    token: {
+      AccessorID: accessorID,
+      ...(body.SecretID !== undefined && body.SecretID !== '' ? { SecretID: body.SecretID.toLowerCase() } : {}),
+      ...(body.AuthMethod !== undefined && body.AuthMethod !== '' ? { AuthMethod: body.AuthMethod } : {}),
+      ...(expirationTime === undefined ? {} : { ExpirationTime: expirationTime }),
+      Description: body.Description ?? '',
+      ...linkedFields(body, local),
+      Local: local,
+      Namespace: namespace,
+    },
+  })
+  await respondToken(ctx, result as AclToken)
+}
+
+async function cloneToken(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'acl', 'write')
+  const accessorID = accessorParam(ctx.params.id)
+  const body = validateBody<{ Description?: string; Namespace?: string }>(tokenCloneSchema, await readJsonObject(ctx))
+  const source = await liveToken(ctx, accessorID)
+  const result = await propose(ctx, {
+    type: 'acl.token.clone',
+    sourceAccessorID: accessorID,
+    token: { AccessorID: newUuid(), SecretID: newUuid(), Description: body.Description ?? '', CreateTime: formatTime(ctx.state.app.now()), Namespace: source.Namespace },
+  })
+  await respondToken(ctx, result as AclToken)
+}
+
+async function deleteToken(ctx: ApiContext): Promise<void> {
+  const caller = await requirePermission(ctx, 'acl', 'write')
+  const accessorID = accessorParam(ctx.params.id)
+  if (accessorID === caller.token.AccessorID) {
+    throw new InvalidInputError('AccessorID', "deletion of the request's own token is not permitted")
+  }
+  if (accessorID === ANONYMOUS_TOKEN_ID) throw new InvalidInputError('AccessorID', 'delete operation not permitted on the anonymous token')
+  ctx.body = await propose(ctx, { type: 'acl.token.delete', AccessorID: accessorID })
+}
+
+async function readToken(ctx: ApiContext): Promise<void> {
+  const accessorID = accessorParam(ctx.params.id)
+  const key = recordKey('token', accessorID)
+  await serveRead(
+    ctx,
+    { table: 'token', recordKey: key, missing: () => new NotFoundError(`token "${accessorID}" does not exist`), consistency: 'all', blocking: true },
+    async () => {
+      await requirePermission(ctx, 'acl', 'read')
+      const { reader } = ctx.state.app.state
+      const token = await getRecord(reader, tokenSpec, accessorID)
+      if (token === undefined || isExpired(token, ctx.state.app.now())) return { body: undefined }
+      const names = new LinkNames(reader)
+      const body = await renderToken(token, names, await showSecrets(ctx))
+      if (boolParam(ctx, 'expanded')) Object.assign(body, await expansion(ctx, token, names))
+      return { body, modifyIndex: token.ModifyIndex }
+    },
+  )
+}
+
+/** The expanded read: every policy and role that affects the token, and the agent settings that complete them. */
+async function expansion(ctx: ApiContext, token: AclToken, names: LinkNames): Promise<Record<string, unknown>> {
+  const { settings } = ctx.state.app
+  const roles: AclRole[] = []
+  for (const link of token.Roles) {
+    const role = await names.role(link.ID)
+    if (role !== undefined) roles.push(role)
+  }
+  const policies: Array<Record<string, unknown>> = []
+  const seen = new Set<string>()
+  const addPolicy = (policy: Record<string, unknown>): void => {
+    const id = String(policy.ID)
+    if (seen.has(id)) return
+    seen.add(id)
+    policies.push(policy)
+  }
+  for (const link of [...token.Policies, ...roles.flatMap((role) => role.Policies)]) {
+    const policy = await names.policy(link.ID)
+    if (policy !== undefined) addPolicy(renderPolicy(policy))
+  }
+  const synthetic: SyntheticPolicy[] = []
+  const identitySources = [token, ...roles]
+  for (const source of identitySources) {
+    for (const identity of source.ServiceIdentities) synthetic.push(serviceIdentityPolicy(identity.ServiceName, identity.Datacenters ?? []))
+    for (const identity of source.NodeIdentities) synthetic.push(nodeIdentityPolicy(identity.NodeName, identity.Datacenter))
+    for (const link of source.TemplatedPolicies) synthetic.push(renderTemplate(link))
+  }
+  for (const policy of synthetic) addPolicy({ ...policy, Namespace: token.Namespace })
+  return {
+    ExpandedPolicies: policies,
+    ExpandedRoles: await Promise.all(roles.map((role) => renderRole(role, names))),
+    NamespaceDefaultPolicies: [],
+    NamespaceDefaultRoles: [],
+    AgentACLDefaultPolicy: settings.defaultPolicy,
+    AgentACLDownPolicy: settings.downPolicy,
+    ResolvedByAgent: settings.nodeName,
+  }
+}
+
+function renderTemplate(link: TemplatedPolicyLink): SyntheticPolicy {
+  return renderTemplatedPolicy(link.TemplateName, link.TemplateVariables)
+}
+
+async function readSelf(ctx: ApiContext): Promise<void> {
+  await serveRead(ctx, { table: 'token', consistency: 'all', blocking: true }, async () => {
+    // The caller holds the secret: no permission is needed, and the real SecretID is shown.
+    const caller = await callerOf(ctx)
+    const body = await renderToken(caller.token, new LinkNames(ctx.state.app.state.reader), true)
+    return { body, modifyIndex: caller.token.ModifyIndex }
+  })
+}
+
+async function listTokens(ctx: ApiContext): Promise<void> {
+  await serveRead(ctx, { table: 'token', consistency: 'all', blocking: true }, async () => {
+    await requirePermission(ctx, 'acl', 'read')
+    const { reader } = ctx.state.app.state
+    const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
+    const policy = queryParam(ctx, 'policy')
+    const role = queryParam(ctx, 'role')
+    const service = queryParam(ctx, 'servicename')
+    const authMethod = queryParam(ctx, 'authmethod')
+    let tokens: AclToken[]
+    // Each filter is a lookup in its index; the namespace test and any further filter apply to what it found.
+    if (policy) tokens = await listByIndex(reader, tokenSpec, 'policy', accessorParam(policy, 'policy'))
+    else if (role) tokens = await listByIndex(reader, tokenSpec, 'role', accessorParam(role, 'role'))
+    else if (service) tokens = await listByIndex(reader, tokenSpec, 'service', service)
+    else if (authMethod) {
+      const methodNamespace = queryParam(ctx, 'authmethod-ns') || (namespace === '*' ? 'default' : namespace)
+      tokens = await listByIndex(reader, tokenSpec, 'authmethod', nsKey(methodNamespace, authMethod))
+    } else if (namespace === '*') tokens = await listRecords(reader, tokenSpec)
+    else tokens = await listByIndex(reader, tokenSpec, 'ns', namespace)
+    const nowMs = ctx.state.app.now()
+    const matches = (token: AclToken): boolean =>
+      (namespace === '*' || token.Namespace === namespace) &&
+      !isExpired(token, nowMs) &&
+      (!policy || token.Policies.some((link) => link.ID === policy.toLowerCase())) &&
+      (!role || token.Roles.some((link) => link.ID === role.toLowerCase())) &&
+      (!service || token.ServiceIdentities.some((identity) => identity.ServiceName === service)) &&
+      (!authMethod || token.AuthMethod === authMethod)
+    const show = await showSecrets(ctx)
+    const names = new LinkNames(reader)
+    const body = []
+    for (const token of tokens.filter(matches)) body.push(await renderToken(token, names, show))
+    return { body }
+  })
+}
+
+export function tokenRoutes(router: Router): void {
+  router.put('/v1/acl/token', (ctx) => createToken(ctx as ApiContext))
+  router.get('/v1/acl/token/self', (ctx) => readSelf(ctx as ApiContext))
+  router.get('/v1/acl/token/:id', (ctx) => readToken(ctx as ApiContext))
+  router.put('/v1/acl/token/:id', (ctx) => updateToken(ctx as ApiContext))
+  router.put('/v1/acl/token/:id/clone', (ctx) => cloneToken(ctx as ApiContext))
+  router.delete('/v1/acl/token/:id', (ctx) => deleteToken(ctx as ApiContext))
+  router.get('/v1/acl/tokens', (ctx) => listTokens(ctx as ApiContext))
+}

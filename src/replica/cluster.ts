@@ -1,0 +1,27 @@
+/**
+ * What the HTTP layer needs from the cluster: propose a command and get its apply result, and who leads. The
+ * single-node replica implements it now; the Raft replica (with forwarding to the leader) implements it later, so
+ * the HTTP layer does not change.
+ */
+import type { ApplyResult, Command } from '../state/commands.js'
+
+export interface Cluster {
+  /**
+   * Resolves after the command is committed and applied on this node, with the apply result. Rejects with a
+   * WardenError: no_leader (not applied, safe to retry) or outcome_unknown (it may have been applied).
+   */
+  propose(command: Command): Promise<ApplyResult>
+  /** The leader's advertised cluster address, "" while there is none. */
+  leaderAddress(): string
+  /** Cluster addresses of every member. */
+  peerAddresses(): string[]
+  isLeader(): boolean
+  /**
+   * Waits until this node may serve a read in the given mode from its own state: at once for stale reads, under the
+   * leader's lease for default reads, after a ReadIndex round for consistent reads. Rejects with no_leader when it
+   * cannot (a forwarding replica answers from the leader instead).
+   */
+  readBarrier(mode: 'leader' | 'stale' | 'consistent'): Promise<void>
+  /** Milliseconds since this node last heard from the leader; 0 on the leader. */
+  lastContactMs(): number
+}

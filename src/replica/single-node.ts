@@ -1,0 +1,109 @@
+/**
+ * The replica of a one-node cluster: proposals go to the local durable log with group commit (every proposal waiting
+ * when a write starts goes into the same batch and the same sync), then are applied in order. At start, entries the
+ * state has not applied yet (written before a crash) are applied first, so nothing acknowledged is lost and nothing
+ * is applied twice.
+ */
+import { WardenError } from '../lib/errors.js'
+import type { LogStore } from '../raft/storage/log-store.js'
+import type { Cluster } from './cluster.js'
+import type { ApplyResult, Command } from '../state/commands.js'
+import { decodeCommand, encodeCommand, type StateStore } from '../state/store.js'
+
+interface Pending {
+  data: Buffer
+  command: Command
+  resolve: (result: ApplyResult) => void
+  reject: (error: unknown) => void
+}
+
+/** Bound on proposals waiting for the disk: past it, writes are refused rather than queued without limit. */
+const PENDING_MAX = 16_384
+
+export class SingleNodeReplica implements Cluster {
+  private readonly pending: Pending[] = []
+  private flushing: Promise<void> | undefined
+  private stopped = false
+
+  constructor(
+    private readonly log: LogStore,
+    private readonly state: StateStore,
+    private readonly address: string,
+    private readonly onFatal: (error: unknown) => void,
+  ) {}
+
+  /** Applies log entries that the state has not applied yet. */
+  async recover(): Promise<void> {
+    const from = this.state.lastApplied + 1
+    for (const entry of await this.log.entries(from, this.log.lastIndex)) {
+      await this.state.apply(decodeCommand(entry.data, entry.index), entry.index)
+    }
+  }
+
+  get logIsEmpty(): boolean {
+    return this.log.lastIndex === 0
+  }
+
+  propose(command: Command): Promise<ApplyResult> {
+    if (this.stopped) return Promise.reject(new WardenError('no_leader', 'this node is shutting down; retry on another node'))
+    if (this.pending.length >= PENDING_MAX) {
+      return Promise.reject(new WardenError('rate_limited', 'too many writes are waiting for the disk; retry later'))
+    }
+    return new Promise<ApplyResult>((resolve, reject) => {
+      this.pending.push({ data: encodeCommand(command), command, resolve, reject })
+      this.flushing ??= this.flush().finally(() => {
+        this.flushing = undefined
+      })
+    })
+  }
+
+  private async flush(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, this.pending.length)
+      const first = this.log.lastIndex + 1
+      try {
+        await this.log.append(batch.map((item, offset) => ({ index: first + offset, term: 1, data: item.data })), { sync: true })
+      } catch (error) {
+        // The batch may or may not be on disk: its outcome is unknown, and the log cannot be trusted to continue.
+        for (const item of batch) item.reject(new WardenError('outcome_unknown', 'the log write failed', undefined, { cause: error }))
+        this.onFatal(error)
+        return
+      }
+      for (const [offset, item] of batch.entries()) {
+        try {
+          item.resolve(await this.state.apply(item.command, first + offset))
+        } catch (error) {
+          // A committed command that cannot be applied is a bug: stop rather than continue with a diverged state.
+          item.reject(new WardenError('outcome_unknown', 'the write was committed but could not be applied', undefined, { cause: error }))
+          this.onFatal(error)
+          return
+        }
+      }
+    }
+  }
+
+  /** Stops taking proposals and waits for those in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true
+    await this.flushing
+  }
+
+  leaderAddress(): string {
+    return this.address
+  }
+
+  peerAddresses(): string[] {
+    return [this.address]
+  }
+
+  isLeader(): boolean {
+    return true
+  }
+
+  /** A single node is its own leader and quorum: every mode reads the local state at once. */
+  async readBarrier(): Promise<void> {}
+
+  lastContactMs(): number {
+    return 0
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * Every change to the state is a command: a plain object with a format version, encoded with msgpack, written to the
+ * log and applied by `applyCommand` on every replica. Anything random or read from the clock (IDs, SecretIDs,
+ * CreateTime, ExpirationTime) is decided before the command is proposed and travels inside it; whatever is derived
+ * (Hash, resolved links) is computed while applying, from the command and the state alone.
+ *
+ * Commands are named resource then verb. Adding a command type is backwards compatible; changing the meaning of an
+ * existing one needs a new COMMAND_VERSION.
+ */
+import type {
+  AclAuthMethod,
+  AclBindingRule,
+  NodeIdentity,
+  ServiceIdentity,
+  TemplatedPolicyLink,
+} from './records.js'
+
+export const COMMAND_VERSION = 1
+
+/** A link as a client wrote it: by ID, by Name, or both (the ID wins). Resolved to an ID while applying. */
+export interface LinkInput {
+  ID?: string
+  Name?: string
+}
+
+export interface LinkedFields {
+  Policies: LinkInput[]
+  Roles: LinkInput[]
+  TemplatedPolicies: TemplatedPolicyLink[]
+  ServiceIdentities: ServiceIdentity[]
+  NodeIdentities: NodeIdentity[]
+}
+
+export interface TokenCreate extends LinkedFields {
+  AccessorID: string
+  SecretID: string
+  Description: string
+  Local: boolean
+  AuthMethod: string
+  ExpirationTime?: string
+  CreateTime: string
+  Namespace: string
+}
+
+/** An update replaces the token's mutable fields; immutable fields, when given, must equal the stored ones. */
+export interface TokenUpdate extends LinkedFields {
+  AccessorID: string
+  SecretID?: string
+  AuthMethod?: string
+  ExpirationTime?: string
+  Description: string
+  Local: boolean
+  Namespace: string
+}
+
+export interface PolicyWrite {
+  ID: string
+  Name: string
+  Description: string
+  Rules: string
+  Datacenters: string[]
+  Namespace: string
+}
+
+export interface RoleWrite {
+  ID: string
+  Name: string
+  Description: string
+  Policies: LinkInput[]
+  TemplatedPolicies: TemplatedPolicyLink[]
+  ServiceIdentities: ServiceIdentity[]
+  NodeIdentities: NodeIdentity[]
+  Namespace: string
+}
+
+export type AuthMethodWrite = Omit<AclAuthMethod, 'CreateIndex' | 'ModifyIndex'>
+export type BindingRuleWrite = Omit<AclBindingRule, 'CreateIndex' | 'ModifyIndex'>
+
+export type Command =
+  | { v: 1; type: 'acl.init'; bootstrapToken?: TokenCreate }
+  | { v: 1; type: 'acl.bootstrap'; token: TokenCreate }
+  | { v: 1; type: 'acl.token.ensure'; token: TokenCreate }
+  | { v: 1; type: 'acl.token.create'; token: TokenCreate }
+  | { v: 1; type: 'acl.token.update'; token: TokenUpdate }
+  | { v: 1; type: 'acl.token.clone'; sourceAccessorID: string; token: Pick<TokenCreate, 'AccessorID' | 'SecretID' | 'Description' | 'CreateTime' | 'Namespace'> }
+  | { v: 1; type: 'acl.token.delete'; AccessorID: string }
+  | { v: 1; type: 'acl.token.delete-expired'; AccessorIDs: string[]; now: string }
+  | { v: 1; type: 'acl.policy.create'; policy: PolicyWrite }
+  | { v: 1; type: 'acl.policy.update'; policy: PolicyWrite }
+  | { v: 1; type: 'acl.policy.delete'; ID: string }
+  | { v: 1; type: 'acl.role.create'; role: RoleWrite }
+  | { v: 1; type: 'acl.role.update'; role: RoleWrite }
+  | { v: 1; type: 'acl.role.delete'; ID: string }
+  | { v: 1; type: 'acl.auth-method.create'; method: AuthMethodWrite }
+  | { v: 1; type: 'acl.auth-method.update'; method: AuthMethodWrite }
+  | { v: 1; type: 'acl.auth-method.delete'; Namespace: string; Name: string }
+  | { v: 1; type: 'acl.binding-rule.create'; rule: BindingRuleWrite }
+  | { v: 1; type: 'acl.binding-rule.update'; rule: BindingRuleWrite }
+  | { v: 1; type: 'acl.binding-rule.delete'; ID: string }
+  | { v: 1; type: 'noop' }
+
+export type CommandType = Command['type']
+
+/** What applying a command gave: a value for the caller, or an operating error decided from the state. */
+export type ApplyResult =
+  | { ok: true; value?: unknown }
+  | { ok: false; error: { code: 'invalid_input' | 'not_found' | 'bootstrap_done' | 'conflict' | 'permission_denied'; message: string; field?: string } }
+
+export function applyError(
+  code: 'invalid_input' | 'not_found' | 'bootstrap_done' | 'conflict' | 'permission_denied',
+  message: string,
+  field?: string,
+): ApplyResult {
+  return field === undefined ? { ok: false, error: { code, message } } : { ok: false, error: { code, message: `${field}: ${message}`, field } }
+}

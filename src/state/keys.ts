@@ -1,0 +1,59 @@
+/**
+ * LevelDB key layout of the state database. Keys are UTF-8 strings whose parts are joined by NUL, which no record
+ * name or ID may contain, so prefix scans of one part never run into a neighbouring value.
+ *
+ *   r<table><key>                  the record (msgpack)
+ *   u<table><index><value>         a unique index: the value names exactly one record key
+ *   x<table><index><value><key>    a non-unique index: one entry per record, empty value
+ *   m applied                       the last applied log index (written in the same batch as every apply)
+ *   m table-index<table>           the max index of a table, raised by creates, updates and deletes
+ *   m <name>                        other metadata (bootstrap state, ...)
+ */
+export const SEP = '\u0000'
+/** One past SEP. */
+const SEP_END = '\u0001'
+
+/**
+ * The exclusive upper bound of a scan over every key that starts with `prefix`. Every prefix ends with SEP, so
+ * replacing that last SEP by the next code point bounds exactly the keys that extend the prefix.
+ */
+export function prefixEnd(prefix: string): string {
+  if (!prefix.endsWith(SEP)) throw new Error(`scan prefix must end with the separator: ${JSON.stringify(prefix)}`)
+  return prefix.slice(0, -1) + SEP_END
+}
+
+export type Table = 'token' | 'policy' | 'role' | 'auth-method' | 'binding-rule' | 'config' | 'link'
+
+export const TABLES: readonly Table[] = ['token', 'policy', 'role', 'auth-method', 'binding-rule', 'config', 'link']
+
+export function recordKey(table: Table, key: string): string {
+  return `r${SEP}${table}${SEP}${key}`
+}
+
+export function recordPrefix(table: Table): string {
+  return `r${SEP}${table}${SEP}`
+}
+
+export function uniqueKey(table: Table, index: string, value: string): string {
+  return `u${SEP}${table}${SEP}${index}${SEP}${value}`
+}
+
+export function indexPrefix(table: Table, index: string, value: string): string {
+  return `x${SEP}${table}${SEP}${index}${SEP}${value}${SEP}`
+}
+
+export function indexKey(table: Table, index: string, value: string, key: string): string {
+  return indexPrefix(table, index, value) + key
+}
+
+export function tableIndexKey(table: Table): string {
+  return `m${SEP}table-index${SEP}${table}`
+}
+
+export const APPLIED_KEY = `m${SEP}applied`
+export const BOOTSTRAP_KEY = `m${SEP}bootstrap`
+
+/** Two-part keys (namespace and name) for records addressed by name. */
+export function nsKey(namespace: string, name: string): string {
+  return `${namespace}${SEP}${name}`
+}

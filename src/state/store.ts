@@ -1,0 +1,93 @@
+/**
+ * The state machine over LevelDB. `apply(command, index)` must be called in log order; it writes the command's
+ * records, their index entries, the raised table indexes and the last applied index in one atomic batch, then wakes
+ * the watchers of what changed. Reads go straight to LevelDB through `reader`.
+ *
+ * Concurrency: one caller applies (the replica's apply loop); any number may read at the same time, and a read sees
+ * the state before or after a batch, never part of one.
+ */
+import { Level } from 'level'
+import { assert } from '../lib/assert.js'
+import { decode, encode } from './codec.js'
+import { dispatch, isKnownCommandType } from './apply.js'
+import { COMMAND_VERSION, type ApplyResult, type Command } from './commands.js'
+import { APPLIED_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
+import { dbReader, type Reader, type StateDb } from './reader.js'
+import { Txn } from './txn.js'
+import { Watches } from './watch.js'
+
+/** A committed command this build cannot apply. The node must stop: applying around it would fork the state. */
+export class UnknownCommandError extends Error {
+  override readonly name = 'UnknownCommandError'
+}
+
+export function encodeCommand(command: Command): Buffer {
+  return encode(command)
+}
+
+export function decodeCommand(bytes: Uint8Array, index: number): Command {
+  const command = decode<{ v?: unknown; type?: unknown }>(bytes)
+  if (command.v !== COMMAND_VERSION || typeof command.type !== 'string' || !isKnownCommandType(command.type)) {
+    throw new UnknownCommandError(
+      `the command at log index ${index} has version ${String(command.v)} and type ${String(command.type)}, which this ` +
+        `warden (command version ${COMMAND_VERSION}) cannot apply; upgrade warden on this node before restarting it`,
+    )
+  }
+  return command as Command
+}
+
+export class StateStore {
+  readonly reader: Reader
+  readonly watches = new Watches()
+  private appliedIndex = 0
+  private readonly tableIndexes = new Map<Table, number>()
+
+  private constructor(readonly db: StateDb) {
+    this.reader = dbReader(db)
+  }
+
+  static async open(directory: string): Promise<StateStore> {
+    const db: StateDb = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer' })
+    await db.open()
+    const store = new StateStore(db)
+    const applied = await db.get(APPLIED_KEY)
+    store.appliedIndex = applied === undefined ? 0 : decode<number>(applied)
+    for (const table of TABLES) {
+      const value = await db.get(tableIndexKey(table))
+      store.tableIndexes.set(table, value === undefined ? 0 : decode<number>(value))
+    }
+    return store
+  }
+
+  get lastApplied(): number {
+    return this.appliedIndex
+  }
+
+  tableIndex(table: Table): number {
+    return this.tableIndexes.get(table) ?? 0
+  }
+
+  async apply(command: Command, index: number): Promise<ApplyResult> {
+    assert(index > this.appliedIndex, `apply of index ${index} after ${this.appliedIndex}: commands must be applied once, in order`)
+    const txn = new Txn(this.db)
+    const result = await dispatch(txn, command, index)
+    const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = []
+    // A command that fails writes nothing but the applied index: nothing is half-written.
+    const tables = result.ok ? [...txn.touchedTables] : []
+    const records = result.ok ? [...txn.touchedRecords] : []
+    if (result.ok) {
+      for (const [key, value] of txn.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
+      for (const table of tables) ops.push({ type: 'put', key: tableIndexKey(table), value: encode(index) })
+    }
+    ops.push({ type: 'put', key: APPLIED_KEY, value: encode(index) })
+    await this.db.batch(ops)
+    this.appliedIndex = index
+    for (const table of tables) this.tableIndexes.set(table, index)
+    this.watches.notify(tables, records)
+    return result
+  }
+
+  async close(): Promise<void> {
+    await this.db.close()
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * Each table's key and secondary indexes, declared once. Writing or deleting a record through `writeRecord` and
+ * `deleteRecord` keeps every index in the same batch as the record, so no lookup ever sees a record without its index
+ * entries or an index entry without its record.
+ */
+import { createHash } from 'node:crypto'
+import {
+  indexPrefix,
+  nsKey,
+  recordKey,
+  recordPrefix,
+  SEP,
+  uniqueKey,
+  type Table,
+} from './keys.js'
+import { decode } from './codec.js'
+import { getDecoded, type Reader } from './reader.js'
+import type { Txn } from './txn.js'
+import type { AclAuthMethod, AclBindingRule, AclPolicy, AclRole, AclToken, ConfigEntry } from './records.js'
+
+export interface TableSpec<R> {
+  table: Table
+  key(record: R): string
+  /** Unique indexes: each maps a record to at most one value. */
+  unique: Record<string, (record: R) => string | undefined>
+  /** Non-unique indexes: each maps a record to any number of values. */
+  multi: Record<string, (record: R) => string[]>
+}
+
+/** Tokens are found by a SHA-256 of their SecretID, so the index never holds a usable secret. */
+export function secretDigest(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex')
+}
+
+/** Expiry index values sort by time: milliseconds since the epoch, zero-padded. */
+export function expiryValue(expirationTime: string): string {
+  return String(Date.parse(expirationTime)).padStart(16, '0')
+}
+
+export const tokenSpec: TableSpec<AclToken> = {
+  table: 'token',
+  key: (token) => token.AccessorID,
+  unique: { secret: (token) => secretDigest(token.SecretID) },
+  multi: {
+    ns: (token) => [token.Namespace],
+    policy: (token) => token.Policies.map((link) => link.ID),
+    role: (token) => token.Roles.map((link) => link.ID),
+    service: (token) => token.ServiceIdentities.map((identity) => identity.ServiceName),
+    authmethod: (token) => (token.AuthMethod === '' ? [] : [nsKey(token.Namespace, token.AuthMethod)]),
+    expires: (token) => (token.ExpirationTime === undefined ? [] : [expiryValue(token.ExpirationTime)]),
+  },
+}
+
+export const policySpec: TableSpec<AclPolicy> = {
+  table: 'policy',
+  key: (policy) => policy.ID,
+  unique: { name: (policy) => nsKey(policy.Namespace, policy.Name) },
+  multi: { ns: (policy) => [policy.Namespace] },
+}
+
+export const roleSpec: TableSpec<AclRole> = {
+  table: 'role',
+  key: (role) => role.ID,
+  unique: { name: (role) => nsKey(role.Namespace, role.Name) },
+  multi: { ns: (role) => [role.Namespace], policy: (role) => role.Policies.map((link) => link.ID) },
+}
+
+export const authMethodSpec: TableSpec<AclAuthMethod> = {
+  table: 'auth-method',
+  key: (method) => nsKey(method.Namespace, method.Name),
+  unique: {},
+  multi: {},
+}
+
+export const bindingRuleSpec: TableSpec<AclBindingRule> = {
+  table: 'binding-rule',
+  key: (rule) => rule.ID,
+  unique: {},
+  multi: { ns: (rule) => [rule.Namespace], authmethod: (rule) => [nsKey(rule.Namespace, rule.AuthMethod)] },
+}
+
+/** Config entries are keyed by kind, namespace and name, so a list by kind is one prefix scan. */
+export const configSpec: TableSpec<ConfigEntry> = {
+  table: 'config',
+  key: (entry) => `${entry.Kind}${SEP}${entry.Namespace}${SEP}${entry.Name}`,
+  unique: {},
+  multi: {},
+}
+
+export function writeRecord<R>(txn: Txn, spec: TableSpec<R>, before: R | undefined, after: R): void {
+  const key = spec.key(after)
+  for (const [index, valueOf] of Object.entries(spec.unique)) {
+    const old = before === undefined ? undefined : valueOf(before)
+    const next = valueOf(after)
+    if (old !== undefined && old !== next) txn.delUnique(spec.table, index, old)
+    if (next !== undefined) txn.putUnique(spec.table, index, next, key)
+  }
+  for (const [index, valuesOf] of Object.entries(spec.multi)) {
+    txn.replaceIndex(spec.table, index, key, before === undefined ? [] : valuesOf(before), valuesOf(after))
+  }
+  txn.putRecord(spec.table, key, after)
+}
+
+export function deleteRecord<R>(txn: Txn, spec: TableSpec<R>, before: R): void {
+  const key = spec.key(before)
+  for (const [index, valueOf] of Object.entries(spec.unique)) {
+    const old = valueOf(before)
+    if (old !== undefined) txn.delUnique(spec.table, index, old)
+  }
+  for (const [index, valuesOf] of Object.entries(spec.multi)) {
+    for (const value of new Set(valuesOf(before))) txn.delIndex(spec.table, index, value, key)
+  }
+  txn.delRecord(spec.table, key)
+}
+
+export function getRecord<R>(reader: Reader, spec: TableSpec<R>, key: string): Promise<R | undefined> {
+  return getDecoded<R>(reader, recordKey(spec.table, key))
+}
+
+export async function getByUnique<R>(reader: Reader, spec: TableSpec<R>, index: string, value: string): Promise<R | undefined> {
+  const key = await reader.get(uniqueKey(spec.table, index, value))
+  if (key === undefined) return undefined
+  return getRecord(reader, spec, key.toString('utf8'))
+}
+
+/** Record keys listed by a non-unique index value, in key order. */
+export async function keysByIndex<R>(reader: Reader, spec: TableSpec<R>, index: string, value: string): Promise<string[]> {
+  const prefix = indexPrefix(spec.table, index, value)
+  return (await reader.keys(prefix)).map((key) => key.slice(prefix.length))
+}
+
+export async function listByIndex<R>(reader: Reader, spec: TableSpec<R>, index: string, value: string): Promise<R[]> {
+  const records: R[] = []
+  for (const key of await keysByIndex(reader, spec, index, value)) {
+    const record = await getRecord(reader, spec, key)
+    if (record !== undefined) records.push(record)
+  }
+  return records
+}
+
+/** Every record of a table whose key starts with `keyPrefix` (the whole table when empty). */
+export async function listRecords<R>(reader: Reader, spec: TableSpec<R>, keyPrefix = ''): Promise<R[]> {
+  return (await reader.values(recordPrefix(spec.table) + keyPrefix)).map((bytes) => decode<R>(bytes))
+}
