@@ -1,14 +1,20 @@
 /**
  * Token resolution: the request's secret (or none, meaning the anonymous token) to a token and its permissions. The
  * lookup is by the SHA-256 index of the secret; an unknown or expired secret is `acl_not_found` (403 "ACL not found").
+ *
+ * Compiled authorizers are cached by the secret's digest. An entry is dropped when its token changes, and when a
+ * policy or role it was built from changes; every entry goes when policies or roles are deleted wholesale by a
+ * cascade, so a request right after an edit is always judged by the edited rules. The cache is bounded.
  */
 import { AclNotFoundError } from '../lib/errors.js'
 import { ANONYMOUS_TOKEN_ID, ANONYMOUS_TOKEN_SECRET } from '../state/builtins.js'
+import { recordPrefix, type Table } from '../state/keys.js'
 import type { AclToken } from '../state/records.js'
 import type { StateStore } from '../state/store.js'
-import { getByUnique, getRecord, secretDigest, tokenSpec } from '../state/tables.js'
-import { isManagementToken } from '../state/acl-tokens.js'
+import { getByUnique, getRecord, secretDigest as digestOf, tokenSpec } from '../state/tables.js'
 import type { Permissions } from './authorization.js'
+import type { DefaultPolicy } from './authorizer.js'
+import { authorizeToken, type TokenAuthorization } from './token-authorizer.js'
 
 export interface Caller {
   token: AclToken
@@ -21,36 +27,102 @@ export function isExpired(token: AclToken, nowMs: number): boolean {
   return token.ExpirationTime !== undefined && Date.parse(token.ExpirationTime) <= nowMs
 }
 
-const ALL: Permissions = { allows: () => true }
-const NONE: Permissions = { allows: () => false }
-/** Until policy rules are enforced, a valid token that is not a management token may read the ACL API, nothing more. */
-const ACL_READ: Permissions = { allows: (resource, access) => resource === 'acl' && access === 'read' }
+interface CacheEntry extends TokenAuthorization {
+  token: AclToken
+  expiresAtMs: number
+  caller: Caller
+}
+
+export interface ResolverSettings {
+  datacenter: string
+  defaultPolicy: DefaultPolicy
+  /** Bound on cached authorizers; the oldest is dropped past it. */
+  cacheEntriesMax?: number
+}
+
+const TOKEN_PREFIX = recordPrefix('token')
+const POLICY_PREFIX = recordPrefix('policy')
+const ROLE_PREFIX = recordPrefix('role')
 
 export class TokenResolver {
-  constructor(private readonly state: StateStore) {}
+  private readonly cache = new Map<string, CacheEntry>()
+  /** AccessorID to the digest its entry is cached under, so a token write drops its entry without a scan. */
+  private readonly digestByAccessor = new Map<string, string>()
+  private readonly cacheEntriesMax: number
+
+  constructor(
+    private readonly state: StateStore,
+    private readonly settings: ResolverSettings,
+  ) {
+    this.cacheEntriesMax = settings.cacheEntriesMax ?? 65_536
+    state.changeListeners.add((tables, recordKeys) => this.invalidate(tables, recordKeys))
+  }
+
+  private invalidate(tables: readonly Table[], recordKeys: readonly string[]): void {
+    if (this.cache.size === 0) return
+    if (!tables.includes('token') && !tables.includes('policy') && !tables.includes('role')) return
+    const accessors = new Set<string>()
+    const policies = new Set<string>()
+    const roles = new Set<string>()
+    for (const key of recordKeys) {
+      if (key.startsWith(TOKEN_PREFIX)) accessors.add(key.slice(TOKEN_PREFIX.length))
+      else if (key.startsWith(POLICY_PREFIX)) policies.add(key.slice(POLICY_PREFIX.length))
+      else if (key.startsWith(ROLE_PREFIX)) roles.add(key.slice(ROLE_PREFIX.length))
+    }
+    for (const accessor of accessors) {
+      const digest = this.digestByAccessor.get(accessor)
+      if (digest !== undefined) this.drop(digest)
+    }
+    // Policy and role writes are rare next to token writes: a scan of the cache is affordable there.
+    if (policies.size === 0 && roles.size === 0) return
+    for (const [digest, entry] of this.cache) {
+      if ([...policies].some((id) => entry.policyIds.has(id)) || [...roles].some((id) => entry.roleIds.has(id))) this.drop(digest)
+    }
+  }
+
+  private drop(digest: string): void {
+    const entry = this.cache.get(digest)
+    if (entry === undefined) return
+    this.cache.delete(digest)
+    this.digestByAccessor.delete(entry.token.AccessorID)
+  }
 
   async tokenBySecret(secret: string, nowMs: number): Promise<AclToken | undefined> {
-    const token = await getByUnique(this.state.reader, tokenSpec, 'secret', secretDigest(secret))
+    const token = await getByUnique(this.state.reader, tokenSpec, 'secret', digestOf(secret))
     if (token === undefined || isExpired(token, nowMs)) return undefined
     return token
   }
 
   async resolve(secret: string | undefined, nowMs: number): Promise<Caller> {
-    const anonymous = secret === undefined || secret === '' || secret === ANONYMOUS_TOKEN_SECRET
-    const token = anonymous
-      ? await getRecord(this.state.reader, tokenSpec, ANONYMOUS_TOKEN_ID)
-      : await this.tokenBySecret(secret, nowMs)
+    const effective = secret === undefined || secret === '' ? ANONYMOUS_TOKEN_SECRET : secret
+    const digest = digestOf(effective)
+    const cached = this.cache.get(digest)
+    if (cached !== undefined) {
+      if (nowMs < cached.expiresAtMs) return cached.caller
+      this.drop(digest)
+      throw new AclNotFoundError()
+    }
+    const token =
+      effective === ANONYMOUS_TOKEN_SECRET
+        ? await getRecord(this.state.reader, tokenSpec, ANONYMOUS_TOKEN_ID)
+        : await this.tokenBySecret(effective, nowMs)
     if (token === undefined) throw new AclNotFoundError()
-    return {
+    const appliedBefore = this.state.lastApplied
+    const authorization = await authorizeToken(this.state.reader, token, this.settings.datacenter, this.settings.defaultPolicy)
+    const caller: Caller = {
       token,
       accessorID: token.AccessorID === ANONYMOUS_TOKEN_ID ? 'anonymous' : token.AccessorID,
-      permissions: this.permissionsOf(token),
+      permissions: { allows: (resource, access, name) => authorization.authorizer.check(resource, access, name) },
     }
-  }
-
-  private permissionsOf(token: AclToken): Permissions {
-    if (isManagementToken(token)) return ALL
-    if (token.AccessorID === ANONYMOUS_TOKEN_ID) return NONE
-    return ACL_READ
+    // Cache only what no write overtook while it was being built: otherwise the change listener may have run before
+    // this entry existed, and the entry would outlive the change.
+    if (this.state.lastApplied === appliedBefore) {
+      if (this.cache.size >= this.cacheEntriesMax) this.drop(this.cache.keys().next().value as string)
+      const expiresAtMs = token.ExpirationTime === undefined ? Number.POSITIVE_INFINITY : Date.parse(token.ExpirationTime)
+      this.cache.set(digest, { ...authorization, token, expiresAtMs, caller })
+      this.digestByAccessor.set(token.AccessorID, digest)
+    }
+    return caller
   }
 }
+

@@ -106,7 +106,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   const app = createApp({
     state,
     cluster: replica,
-    resolver: new TokenResolver(state),
+    resolver: new TokenResolver(state, { datacenter: config.datacenter, defaultPolicy: config.defaultPolicy }),
     settings: {
       nodeName: config.nodeName,
       datacenter: config.datacenter,

@@ -39,6 +39,13 @@ async function main(argv: string[]): Promise<number> {
     log.fatal({ err: error }, 'the agent cannot continue')
     process.exit(1)
   }
+  // Signals are caught from the start: one that arrives while the agent is starting stops it once it has started.
+  let signalled: string | undefined
+  let onSignal: (signal: string) => void = (signal) => {
+    signalled ??= signal
+  }
+  process.on('SIGTERM', () => onSignal('SIGTERM'))
+  process.on('SIGINT', () => onSignal('SIGINT'))
   let agent
   try {
     agent = await startAgent(config, log, fatal)
@@ -59,10 +66,14 @@ async function main(argv: string[]): Promise<number> {
     { http: agent.httpAddress, cluster: agent.clusterAddress, datacenter: config.datacenter, dataDir: agent.dataDir },
     'agent ready',
   )
+  const running = agent
   return new Promise<number>((resolve) => {
-    const shutdown = (signal: string): void => {
+    let stopping = false
+    onSignal = (signal) => {
+      if (stopping) return
+      stopping = true
       log.info({ signal }, 'stopping')
-      agent.stop().then(
+      running.stop().then(
         () => {
           log.info('stopped')
           resolve(0)
@@ -73,8 +84,7 @@ async function main(argv: string[]): Promise<number> {
         },
       )
     }
-    process.once('SIGTERM', () => shutdown('SIGTERM'))
-    process.once('SIGINT', () => shutdown('SIGINT'))
+    if (signalled !== undefined) onSignal(signalled)
   })
 }
 

@@ -1,12 +1,15 @@
 /**
- * Policy Rules are checked when a policy is written. The rules language lands with the enforcement work; until then
- * Rules is stored as given, bounded in size.
+ * Policy Rules are parsed when a policy is written: an invalid rule set is a 400 that says what is wrong and where.
  */
 import { InvalidInputError } from '../lib/errors.js'
-
-export const RULES_BYTES_MAX = 128 * 1024
+import { parseRules, RulesSyntaxError } from '../acl/rules/index.js'
 
 export function checkRules(rules: string): string {
-  if (Buffer.byteLength(rules, 'utf8') > RULES_BYTES_MAX) throw new InvalidInputError('Rules', `must be at most ${RULES_BYTES_MAX} bytes`)
+  try {
+    parseRules(rules)
+  } catch (error) {
+    if (error instanceof RulesSyntaxError) throw new InvalidInputError('Rules', error.message)
+    throw error
+  }
   return rules
 }

@@ -36,9 +36,13 @@ export function decodeCommand(bytes: Uint8Array, index: number): Command {
   return command as Command
 }
 
+/** Called after every applied batch with what changed; caches of derived data (compiled authorizers) listen here. */
+export type ChangeListener = (tables: readonly Table[], recordKeys: readonly string[]) => void
+
 export class StateStore {
   readonly reader: Reader
   readonly watches = new Watches()
+  readonly changeListeners = new Set<ChangeListener>()
   private appliedIndex = 0
   private readonly tableIndexes = new Map<Table, number>()
 
@@ -83,6 +87,7 @@ export class StateStore {
     await this.db.batch(ops)
     this.appliedIndex = index
     for (const table of tables) this.tableIndexes.set(table, index)
+    for (const listener of this.changeListeners) listener(tables, records)
     this.watches.notify(tables, records)
     return result
   }
