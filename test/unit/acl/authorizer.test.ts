@@ -631,32 +631,3 @@ describe('authorizer: randomized comparison with a linear scan', () => {
     }
   })
 })
-
-describe('authorizer: speed', () => {
-  it('answers a check on a built authorizer in well under a microsecond', () => {
-    const lines: string[] = []
-    for (let index = 0; index < 200; index++) {
-      lines.push(`service "svc-${index}" { policy = "read" }`)
-      lines.push(`service_prefix "svc-${index}-" { policy = "write" }`)
-      lines.push(`key_prefix "app/${index % 10}/${index}/" { policy = "list" }`)
-      if (index < 20) lines.push(`service_prefix "svc-${index}" { policy = "deny" }`)
-    }
-    const catchAll = ['service_prefix "" { policy = "read" }', 'key_prefix "app/" { policy = "deny" }']
-    const authz = authorizer([lines, catchAll])
-    const names = Array.from({ length: 1000 }, (_, index) => `svc-${index}-instance`)
-    const keys = Array.from({ length: 1000 }, (_, index) => `app/${index % 10}/${index % 200}/config/value`)
-    const rounds = 200
-    let allowed = 0
-    const started = process.hrtime.bigint()
-    for (let round = 0; round < rounds; round++) {
-      for (let index = 0; index < names.length; index++) {
-        if (authz.check('service', 'write', names[index])) allowed++
-        if (authz.check('key', 'list', keys[index])) allowed++
-      }
-    }
-    const nanosecondsPerCheck = Number(process.hrtime.bigint() - started) / (rounds * names.length * 2)
-    expect(allowed).to.be.greaterThan(0)
-    // The bound is loose on purpose (a busy CI machine must not fail it); a typical run is far below it.
-    expect(nanosecondsPerCheck).to.be.lessThan(1000)
-  })
-})
