@@ -20,6 +20,8 @@ import { getByUnique, getRecord, policySpec, secretDigest, tokenSpec } from './t
 import { cloneToken, createToken, deleteExpiredTokens, deleteToken, updateToken } from './acl-tokens.js'
 import { deletePolicy, deleteRole, setPolicy, setRole } from './acl-policies.js'
 import { deleteAuthMethod, deleteBindingRule, setAuthMethod, setBindingRule } from './acl-auth-methods.js'
+import { applyConfigEntry, deleteConfigEntry } from './config-entries.js'
+import { deleteLink, setLink, setLinkStatus } from './link.js'
 import type { Txn } from './txn.js'
 
 type Handler<T extends Command['type']> = (txn: Txn, command: Extract<Command, { type: T }>, index: number) => Promise<ApplyResult>
@@ -45,6 +47,11 @@ const handlers: { [T in Command['type']]: Handler<T> } = {
   'acl.binding-rule.create': (txn, command, index) => setBindingRule(txn, command.rule, index, 'create'),
   'acl.binding-rule.update': (txn, command, index) => setBindingRule(txn, command.rule, index, 'update'),
   'acl.binding-rule.delete': (txn, command) => deleteBindingRule(txn, command.ID),
+  'config.apply': (txn, command, index) => applyConfigEntry(txn, command.entry, command.cas, index),
+  'config.delete': (txn, command) => deleteConfigEntry(txn, command, command.cas),
+  'link.set': (txn, command, index) => setLink(txn, command.link, command.version, index),
+  'link.delete': (txn, command) => deleteLink(txn, command.version),
+  'link.status': (txn, command, index) => setLinkStatus(txn, command.status, index),
   noop: async () => ({ ok: true }),
 }
 

@@ -10,6 +10,7 @@
 import type {
   AclAuthMethod,
   AclBindingRule,
+  CloudLinkCondition,
   NodeIdentity,
   ServiceIdentity,
   TemplatedPolicyLink,
@@ -76,6 +77,33 @@ export interface RoleWrite {
 export type AuthMethodWrite = Omit<AclAuthMethod, 'CreateIndex' | 'ModifyIndex'>
 export type BindingRuleWrite = Omit<AclBindingRule, 'CreateIndex' | 'ModifyIndex'>
 
+/** A config entry as validated by the HTTP layer: Kind, Name, Namespace and every other field as given. */
+export interface ConfigEntryWrite {
+  Kind: string
+  Name: string
+  Namespace: string
+  [field: string]: unknown
+}
+
+/** A write of the link's data. uid is used only when the link does not exist yet; generation is new on every write. */
+export interface LinkWrite {
+  resourceId: string
+  clientId: string
+  clientSecret: string
+  uid: string
+  generation: string
+  source: 'api' | 'config'
+}
+
+/** What the link controller found for one generation of the link; decided (and timed) before proposing. */
+export interface LinkStatusWrite {
+  generation: string
+  conditions: CloudLinkCondition[]
+  updatedAt: string
+  accessLevel?: string
+  cloudClusterUrl?: string
+}
+
 export type Command =
   | { v: 1; type: 'acl.init'; bootstrapToken?: TokenCreate }
   | { v: 1; type: 'acl.bootstrap'; token: TokenCreate }
@@ -97,6 +125,11 @@ export type Command =
   | { v: 1; type: 'acl.binding-rule.create'; rule: BindingRuleWrite }
   | { v: 1; type: 'acl.binding-rule.update'; rule: BindingRuleWrite }
   | { v: 1; type: 'acl.binding-rule.delete'; ID: string }
+  | { v: 1; type: 'config.apply'; entry: ConfigEntryWrite; cas?: number }
+  | { v: 1; type: 'config.delete'; Kind: string; Namespace: string; Name: string; cas?: number }
+  | { v: 1; type: 'link.set'; link: LinkWrite; version?: number }
+  | { v: 1; type: 'link.delete'; version?: number }
+  | { v: 1; type: 'link.status'; status: LinkStatusWrite }
   | { v: 1; type: 'noop' }
 
 export type CommandType = Command['type']

@@ -115,3 +115,40 @@ export interface ConfigEntry {
 }
 
 export const DEFAULT_NAMESPACE = 'default'
+
+/** The link's user-written data and what the link controller learned about it (accessLevel, cloudClusterUrl). */
+export interface CloudLinkData {
+  resourceId: string
+  clientId: string
+  clientSecret: string
+  accessLevel?: string
+  cloudClusterUrl?: string
+}
+
+export interface CloudLinkCondition {
+  message: string
+  reason: string
+  state: string
+  type: string
+}
+
+export interface CloudLinkStatus {
+  conditions: CloudLinkCondition[]
+  observedGeneration: string
+  updatedAt: string
+}
+
+/**
+ * The single cloud link, named `global`. `generation` changes on every write of data (API or config); `ModifyIndex`
+ * changes on every write (data or status) and is the envelope's `version`.
+ */
+export interface CloudLink {
+  uid: string
+  generation: string
+  data: CloudLinkData
+  status?: CloudLinkStatus
+  /** Who wrote the data last: `api`, or `config` (the agent's cloud settings at start). */
+  source: 'api' | 'config'
+  CreateIndex: number
+  ModifyIndex: number
+}
