@@ -91,7 +91,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   const clusterBound = await listen(clusterServer, config.clusterAddr.host, config.clusterAddr.port)
   const clusterAddress = formatAddress({ host: config.clusterAddr.host, port: clusterBound.port })
 
-  const replica = new SingleNodeReplica(log_, state, clusterAddress, onFatal)
+  const replica = new SingleNodeReplica(log_, state, config.nodeName, clusterAddress, onFatal)
   await replica.recover()
   const now = Date.now
   if (replica.logIsEmpty) {

@@ -12,6 +12,7 @@ import { policyRoutes } from './routes/acl-policies.js'
 import { authMethodRoutes } from './routes/acl-auth-methods.js'
 import { templatedPolicyRoutes } from './routes/acl-templated-policies.js'
 import { statusRoutes } from './routes/status.js'
+import { operatorRoutes } from './routes/operator.js'
 
 export function createApp(services: AppServices): Koa {
   const app = new Koa()
@@ -22,6 +23,7 @@ export function createApp(services: AppServices): Koa {
   authMethodRoutes(router)
   templatedPolicyRoutes(router)
   statusRoutes(router)
+  operatorRoutes(router)
 
   app.use(errorMiddleware(services.log))
   app.use(async (ctx, next) => {

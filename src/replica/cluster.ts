@@ -24,4 +24,8 @@ export interface Cluster {
   readBarrier(mode: 'leader' | 'stale' | 'consistent'): Promise<void>
   /** Milliseconds since this node last heard from the leader; 0 on the leader. */
   lastContactMs(): number
+  /** The servers of the current configuration and the log index that set it. */
+  membership(): { index: number; servers: Array<{ id: string; address: string; voter: boolean }> }
+  /** Removes a server from the configuration (through the log). Rejects with a WardenError. */
+  removeServer(which: { id?: string; address?: string }): Promise<void>
 }

@@ -4,7 +4,7 @@
  * state has not applied yet (written before a crash) are applied first, so nothing acknowledged is lost and nothing
  * is applied twice.
  */
-import { WardenError } from '../lib/errors.js'
+import { InvalidInputError, WardenError } from '../lib/errors.js'
 import type { LogStore } from '../raft/storage/log-store.js'
 import type { Cluster } from './cluster.js'
 import type { ApplyResult, Command } from '../state/commands.js'
@@ -28,6 +28,7 @@ export class SingleNodeReplica implements Cluster {
   constructor(
     private readonly log: LogStore,
     private readonly state: StateStore,
+    private readonly nodeName: string,
     private readonly address: string,
     private readonly onFatal: (error: unknown) => void,
   ) {}
@@ -105,5 +106,15 @@ export class SingleNodeReplica implements Cluster {
 
   lastContactMs(): number {
     return 0
+  }
+
+  membership(): { index: number; servers: Array<{ id: string; address: string; voter: boolean }> } {
+    return { index: 1, servers: [{ id: this.nodeName, address: this.address, voter: true }] }
+  }
+
+  async removeServer(which: { id?: string; address?: string }): Promise<void> {
+    const known = which.id === this.nodeName || which.address === this.address
+    if (!known) throw new InvalidInputError(which.id !== undefined ? 'id' : 'address', 'is not a server of this cluster')
+    throw new InvalidInputError(which.id !== undefined ? 'id' : 'address', 'cannot remove the only server of a single-node cluster')
   }
 }

@@ -53,6 +53,24 @@ describe('status endpoints and the agent process', () => {
     expect(response.headers.get('allow')).to.include('GET')
   })
 
+  it('lists the Raft configuration for operator:read and refuses a token without it', async () => {
+    const response = await agent.request('GET', '/v1/operator/raft/configuration')
+    expect(response.status).to.equal(200)
+    expect(response.body.Servers).to.deep.equal([{ ID: 'test-node', Node: 'test-node', Address: agent.clusterAddress, Leader: true, Voter: true }])
+    expect(response.body.Index).to.be.a('number').above(0)
+    const denied = await agent.request('GET', '/v1/operator/raft/configuration', { token: null })
+    expect(denied.status).to.equal(403)
+    expect(denied.body.Error).to.include('operator:read')
+  })
+
+  it('refuses to remove the only server, and needs operator:write to try', async () => {
+    const denied = await agent.request('DELETE', '/v1/operator/raft/peer?id=test-node', { token: null })
+    expect(denied.body.Error).to.include('operator:write')
+    const refused = await agent.request('DELETE', '/v1/operator/raft/peer?id=test-node')
+    expect(refused.status).to.equal(400)
+    expect(refused.body.Field).to.equal('id')
+  })
+
   it('stops with exit code 0 on SIGTERM', async () => {
     const other = await startAgent()
     expect(await other.stop()).to.equal(0)

@@ -3,7 +3,13 @@ import Router from '@koa/router'
 import { NotFoundError } from '../../lib/errors.js'
 import { formatTime, isUuid, newUuid } from '../../lib/ids.js'
 import { InvalidInputError } from '../../lib/errors.js'
-import { BUILTIN_TEMPLATED_POLICIES, renderTemplatedPolicy, templatedPolicyByName, type TemplatedPolicyRecord } from '../../acl/templated-policies.js'
+import {
+  BUILTIN_TEMPLATED_POLICIES,
+  renderTemplatedPolicy,
+  templatedPolicyByName,
+  validateTemplateVariables,
+  type TemplatedPolicyRecord,
+} from '../../acl/templated-policies.js'
 import { DEFAULT_NAMESPACE, type AclToken } from '../../state/records.js'
 import type { ApiContext } from '../context.js'
 import { readJsonObject } from '../body.js'
@@ -42,7 +48,11 @@ async function previewTemplate(ctx: ApiContext): Promise<void> {
   templateOrNotFound(name)
   const body = validateBody<{ Name?: string }>(previewSchema, await readJsonObject(ctx))
   await namespaceOf(ctx)
-  ctx.body = renderTemplatedPolicy(name, body.Name === undefined ? {} : { name: body.Name })
+  const variables = body.Name === undefined ? {} : { name: body.Name }
+  // The preview body's `Name` is the template's `name` variable: a schema failure names the body field.
+  const problems = validateTemplateVariables(name, variables)
+  if (problems.length > 0) throw new InvalidInputError('Name', problems.join('; ').replace(/^name: /, ''))
+  ctx.body = renderTemplatedPolicy(name, variables)
 }
 
 async function listTemplates(ctx: ApiContext): Promise<void> {

@@ -4,7 +4,7 @@
  * state (unique IDs, links, immutable fields) is decided when the command is applied.
  */
 import Router from '@koa/router'
-import { InvalidInputError, NotFoundError } from '../../lib/errors.js'
+import { AclNotFoundError, InvalidInputError, NotFoundError } from '../../lib/errors.js'
 import { formatDuration, parseDuration } from '../../lib/duration.js'
 import { formatTime, isUuid, newUuid, parseTime } from '../../lib/ids.js'
 import { isExpired } from '../../acl/resolver.js'
@@ -19,7 +19,7 @@ import type { ApiContext } from '../context.js'
 import { checkLinks, checkNodeIdentities, checkServiceIdentities, checkTemplatedPolicies } from '../acl-fields.js'
 import { serveRead } from '../read.js'
 import { LinkNames, renderPolicy, renderRole, renderToken } from '../render.js'
-import { boolParam, callerOf, namespaceOf, queryParam, requirePermission } from '../request.js'
+import { boolParam, callerOf, namespaceOf, queryParam, requirePermission, secretOf } from '../request.js'
 import { tokenSchema, tokenCloneSchema } from '../schemas.js'
 import { readJsonObject } from '../body.js'
 import { validateBody } from '../validate.js'
@@ -249,7 +249,9 @@ function renderTemplate(link: TemplatedPolicyLink): SyntheticPolicy {
 
 async function readSelf(ctx: ApiContext): Promise<void> {
   await serveRead(ctx, { table: 'token', consistency: 'all', blocking: true }, async () => {
-    // The caller holds the secret: no permission is needed, and the real SecretID is shown.
+    // The caller holds the secret: no permission is needed, and the real SecretID is shown. Without a secret there is
+    // no token to show (Consul answers "ACL not found" too).
+    if (secretOf(ctx) === undefined) throw new AclNotFoundError()
     const caller = await callerOf(ctx)
     const body = await renderToken(caller.token, new LinkNames(ctx.state.app.state.reader), true)
     return { body, modifyIndex: caller.token.ModifyIndex }

@@ -1,0 +1,40 @@
+/**
+ * Operator endpoints for the Raft configuration: who the servers are, and removing one. Reads need operator:read,
+ * changes operator:write.
+ */
+import Router from '@koa/router'
+import { InvalidInputError } from '../../lib/errors.js'
+import type { ApiContext } from '../context.js'
+import { queryParam, requirePermission } from '../request.js'
+
+async function configuration(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'operator', 'read')
+  const { cluster, state } = ctx.state.app
+  const membership = cluster.membership()
+  ctx.body = {
+    Servers: membership.servers.map((server) => ({
+      ID: server.id,
+      Node: server.id,
+      Address: server.address,
+      Leader: server.address === cluster.leaderAddress(),
+      Voter: server.voter,
+    })),
+    Index: Math.max(membership.index, state.lastApplied > 0 ? 1 : 0),
+  }
+}
+
+async function removePeer(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'operator', 'write')
+  const id = queryParam(ctx, 'id')
+  const address = queryParam(ctx, 'address')
+  if ((id === undefined || id === '') && (address === undefined || address === '')) {
+    throw new InvalidInputError('id', 'give the server to remove as ?id= or ?address=')
+  }
+  await ctx.state.app.cluster.removeServer({ ...(id ? { id } : {}), ...(address ? { address } : {}) })
+  ctx.body = true
+}
+
+export function operatorRoutes(router: Router): void {
+  router.get('/v1/operator/raft/configuration', (ctx) => configuration(ctx as ApiContext))
+  router.delete('/v1/operator/raft/peer', (ctx) => removePeer(ctx as ApiContext))
+}
