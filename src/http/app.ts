@@ -12,6 +12,8 @@ import { policyRoutes } from './routes/acl-policies.js'
 import { authMethodRoutes } from './routes/acl-auth-methods.js'
 import { templatedPolicyRoutes } from './routes/acl-templated-policies.js'
 import { statusRoutes } from './routes/status.js'
+import { configRoutes } from './routes/config.js'
+import { linkRoutes } from './routes/link.js'
 import { operatorRoutes } from './routes/operator.js'
 
 export function createApp(services: AppServices): Koa {
@@ -23,6 +25,8 @@ export function createApp(services: AppServices): Koa {
   authMethodRoutes(router)
   templatedPolicyRoutes(router)
   statusRoutes(router)
+  configRoutes(router)
+  linkRoutes(router)
   operatorRoutes(router)
 
   app.use(errorMiddleware(services.log))
