@@ -20,7 +20,8 @@ const tokenCount = tokensArg === -1 ? 10_000 : Number(process.argv[tokensArg + 1
 const dir = await mkdtemp(join(tmpdir(), 'warden-bench-resolve-'))
 const state = await StateStore.open(dir)
 let index = 0
-const apply = async (command: Omit<Command, 'v'>): Promise<unknown> => {
+type Unversioned<C> = C extends { v: number } ? Omit<C, 'v'> : never
+const apply = async (command: Unversioned<Command>): Promise<unknown> => {
   const result = await state.apply({ v: 1, ...command } as Command, ++index)
   if (!result.ok) throw new Error(result.error.message)
   return result.value
