@@ -18,6 +18,8 @@ import { DEFAULT_NAMESPACE } from '../state/records.js'
 import { getByUnique, secretDigest, tokenSpec } from '../state/tables.js'
 import { TokenResolver } from '../acl/resolver.js'
 import { createApp } from '../http/app.js'
+import { cloudSettingsProblem, LinkController, linkFromSettings } from '../controllers/link-controller.js'
+import { TokenReaper } from '../controllers/token-reaper.js'
 import { ConfigError, formatAddress, type AgentConfig } from './config.js'
 
 export interface RunningAgent {
@@ -81,6 +83,8 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   if (Object.keys(config.peers).length > 0 || config.join.length > 0) {
     throw new ConfigError('--peer/--join: multi-node clusters need the Raft replica, which this version does not have yet')
   }
+  const cloudProblem = cloudSettingsProblem(config.cloud)
+  if (cloudProblem !== undefined) throw new ConfigError(cloudProblem)
   const { dataDir, temporary } = await prepareDataDir(config)
   const managementToken = config.initialManagementToken ?? (config.dev ? await devManagementToken(dataDir) : undefined)
   const log_ = await LogStore.open(join(dataDir, 'log'))
@@ -101,6 +105,9 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     // A management token configured after the cluster was created is added, as Consul's leader does.
     await replica.propose({ v: COMMAND_VERSION, type: 'acl.token.ensure', token: managementTokenRecord(managementToken, 'Initial Management Token', now()) })
   }
+  // The cloud settings are written as the link at every start, over a link written earlier through the API (api.md).
+  const configuredLink = linkFromSettings(config.cloud, now())
+  if (configuredLink !== undefined) await replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink })
 
   const closing = new AbortController()
   const app = createApp({
@@ -121,8 +128,20 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     now,
     closing: closing.signal,
   })
+  const reaper = new TokenReaper(state, replica, { intervalMs: 1_000, batchSizeMax: 4_096, now, log: log.child({ module: 'token-reaper' }) })
+  reaper.start()
+  const linkController = new LinkController({
+    state,
+    cluster: replica,
+    log: log.child({ module: 'link-controller' }),
+    now,
+    check: { managementPlaneUrl: config.cloud.managementPlaneUrl },
+  })
+  linkController.start()
   const httpServer = createHttpServer({ requestTimeout: 15 * 60_000, headersTimeout: 60_000, maxHeaderSize: 64 * 1024 }, app.callback())
   httpServer.keepAliveTimeout = 30_000
+  // Bounded like everything else: enough for the blocking queries the node allows, and then some.
+  httpServer.maxConnections = 32_768
   const httpBound = await listen(httpServer, config.httpAddr.host, config.httpAddr.port)
   const httpAddress = formatAddress({ host: config.httpAddr.host, port: httpBound.port })
 
@@ -137,6 +156,8 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
       await httpClosed
       clearTimeout(forced)
       await new Promise<void>((resolve) => clusterServer.close(() => resolve()))
+      await reaper.stop()
+      await linkController.stop()
       await replica.stop()
       await state.close()
       await log_.close()

@@ -43,28 +43,28 @@ export class WardenError extends Error {
 
 /** A request field broke a rule. The message reads `<field>: <rule>`. */
 export class InvalidInputError extends WardenError {
-  override readonly name = 'InvalidInputError'
+  override readonly name: string = 'InvalidInputError'
   constructor(field: string | undefined, rule: string) {
     super('invalid_input', field === undefined ? rule : `${field}: ${rule}`, field)
   }
 }
 
 export class NotFoundError extends WardenError {
-  override readonly name = 'NotFoundError'
+  override readonly name: string = 'NotFoundError'
   constructor(message: string) {
     super('not_found', message)
   }
 }
 
 export class PermissionDeniedError extends WardenError {
-  override readonly name = 'PermissionDeniedError'
+  override readonly name: string = 'PermissionDeniedError'
   constructor(message: string) {
     super('permission_denied', message)
   }
 }
 
 export class AclNotFoundError extends WardenError {
-  override readonly name = 'AclNotFoundError'
+  override readonly name: string = 'AclNotFoundError'
   constructor() {
     super('acl_not_found', 'ACL not found')
   }

@@ -24,6 +24,8 @@ export class SingleNodeReplica implements Cluster {
   private readonly pending: Pending[] = []
   private flushing: Promise<void> | undefined
   private stopped = false
+  /** Set when the log or the state failed: nothing more is written, the node is going down. */
+  private failed = false
 
   constructor(
     private readonly log: LogStore,
@@ -52,9 +54,20 @@ export class SingleNodeReplica implements Cluster {
     }
     return new Promise<ApplyResult>((resolve, reject) => {
       this.pending.push({ data: encodeCommand(command), command, resolve, reject })
-      this.flushing ??= this.flush().finally(() => {
-        this.flushing = undefined
-      })
+      this.kick()
+    })
+  }
+
+  /**
+   * Starts the flush loop unless it runs. A proposal can arrive after the loop saw an empty queue but before its
+   * promise settled (a caller woken by the last batch proposes again in the same tick), so the loop restarts itself
+   * when it finds the queue non-empty on the way out.
+   */
+  private kick(): void {
+    if (this.flushing !== undefined) return
+    this.flushing = this.flush().finally(() => {
+      this.flushing = undefined
+      if (this.pending.length > 0 && !this.failed) this.kick()
     })
   }
 
@@ -67,7 +80,7 @@ export class SingleNodeReplica implements Cluster {
       } catch (error) {
         // The batch may or may not be on disk: its outcome is unknown, and the log cannot be trusted to continue.
         for (const item of batch) item.reject(new WardenError('outcome_unknown', 'the log write failed', undefined, { cause: error }))
-        this.onFatal(error)
+        this.fail(error)
         return
       }
       for (const [offset, item] of batch.entries()) {
@@ -76,11 +89,17 @@ export class SingleNodeReplica implements Cluster {
         } catch (error) {
           // A committed command that cannot be applied is a bug: stop rather than continue with a diverged state.
           item.reject(new WardenError('outcome_unknown', 'the write was committed but could not be applied', undefined, { cause: error }))
-          this.onFatal(error)
+          this.fail(error)
           return
         }
       }
     }
+  }
+
+  private fail(error: unknown): void {
+    this.failed = true
+    for (const item of this.pending.splice(0)) item.reject(new WardenError('no_leader', 'this node stopped writing after a storage failure'))
+    this.onFatal(error)
   }
 
   /** Stops taking proposals and waits for those in flight. */

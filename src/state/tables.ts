@@ -142,3 +142,15 @@ export async function listByIndex<R>(reader: Reader, spec: TableSpec<R>, index: 
 export async function listRecords<R>(reader: Reader, spec: TableSpec<R>, keyPrefix = ''): Promise<R[]> {
   return (await reader.values(recordPrefix(spec.table) + keyPrefix)).map((bytes) => decode<R>(bytes))
 }
+
+/**
+ * AccessorIDs of tokens whose ExpirationTime is at or before `nowMs`, oldest first, at most `limit`: one range scan
+ * of the expiry index, for the reaper.
+ */
+export async function expiredTokenAccessors(db: import('./reader.js').StateDb, nowMs: number, limit: number): Promise<string[]> {
+  const prefix = `x${SEP}token${SEP}expires${SEP}`
+  const upper = prefix + String(nowMs + 1).padStart(16, '0')
+  const accessors: string[] = []
+  for await (const key of db.keys({ gte: prefix, lt: upper, limit })) accessors.push(key.slice(prefix.length + 17))
+  return accessors
+}
