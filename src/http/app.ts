@@ -7,9 +7,11 @@ import Router from '@koa/router'
 import { WardenError } from '../lib/errors.js'
 import type { AppServices, ApiContext } from './context.js'
 import { errorMiddleware } from './errors.js'
+import { consistencyOf } from './request.js'
 import { tokenRoutes } from './routes/acl-tokens.js'
 import { policyRoutes } from './routes/acl-policies.js'
 import { authMethodRoutes } from './routes/acl-auth-methods.js'
+import { loginRoutes } from './routes/acl-login.js'
 import { templatedPolicyRoutes } from './routes/acl-templated-policies.js'
 import { statusRoutes } from './routes/status.js'
 import { configRoutes } from './routes/config.js'
@@ -23,6 +25,7 @@ export function createApp(services: AppServices): Koa {
   tokenRoutes(router)
   policyRoutes(router)
   authMethodRoutes(router)
+  loginRoutes(router)
   templatedPolicyRoutes(router)
   statusRoutes(router)
   configRoutes(router)
@@ -33,6 +36,8 @@ export function createApp(services: AppServices): Koa {
   app.use(async (ctx, next) => {
     ;(ctx as ApiContext).state.app = services
     ctx.set('X-Service-Default-ACL-Policy', services.settings.defaultPolicy)
+    // Contradictory consistency flags are refused on every endpoint, reads and writes alike, before anything runs.
+    consistencyOf(ctx as ApiContext)
     await next()
     if (ctx.body !== undefined && ctx.body !== null && typeof ctx.body === 'object' && !Buffer.isBuffer(ctx.body) && Object.hasOwn(ctx.query, 'pretty')) {
       ctx.body = JSON.stringify(ctx.body, null, 4)

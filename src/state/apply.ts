@@ -19,6 +19,7 @@ import { encode, decode } from './codec.js'
 import { getByUnique, getRecord, policySpec, secretDigest, tokenSpec } from './tables.js'
 import { cloneToken, createToken, deleteExpiredTokens, deleteToken, updateToken } from './acl-tokens.js'
 import { deletePolicy, deleteRole, setPolicy, setRole } from './acl-policies.js'
+import { createLoginToken } from './acl-login.js'
 import { deleteAuthMethod, deleteBindingRule, setAuthMethod, setBindingRule } from './acl-auth-methods.js'
 import { applyConfigEntry, deleteConfigEntry } from './config-entries.js'
 import { deleteLink, setLink, setLinkStatus } from './link.js'
@@ -34,6 +35,7 @@ const handlers: { [T in Command['type']]: Handler<T> } = {
   'acl.token.update': (txn, command, index) => updateToken(txn, command.token, index),
   'acl.token.clone': (txn, command, index) => cloneToken(txn, command.sourceAccessorID, command.token, index),
   'acl.token.delete': (txn, command) => deleteToken(txn, command.AccessorID),
+  'acl.login': (txn, command, index) => createLoginToken(txn, command.login, index),
   'acl.token.delete-expired': (txn, command) => deleteExpiredTokens(txn, command.AccessorIDs, command.now),
   'acl.policy.create': (txn, command, index) => setPolicy(txn, command.policy, index, 'create'),
   'acl.policy.update': (txn, command, index) => setPolicy(txn, command.policy, index, 'update'),

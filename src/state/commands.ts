@@ -54,6 +54,16 @@ export interface TokenUpdate extends LinkedFields {
   Namespace: string
 }
 
+/**
+ * A login's token (Roles by Name only), with the auth method it was verified against: apply refuses it if that method
+ * is gone or changed since, and drops roles that do not exist (a binding rule may name a role not yet created).
+ */
+export interface LoginWrite {
+  token: TokenCreate
+  authMethodNamespace: string
+  authMethodModifyIndex: number
+}
+
 export interface PolicyWrite {
   ID: string
   Name: string
@@ -112,6 +122,7 @@ export type Command =
   | { v: 1; type: 'acl.token.update'; token: TokenUpdate }
   | { v: 1; type: 'acl.token.clone'; sourceAccessorID: string; token: Pick<TokenCreate, 'AccessorID' | 'SecretID' | 'Description' | 'CreateTime' | 'Namespace'> }
   | { v: 1; type: 'acl.token.delete'; AccessorID: string }
+  | { v: 1; type: 'acl.login'; login: LoginWrite }
   | { v: 1; type: 'acl.token.delete-expired'; AccessorIDs: string[]; now: string }
   | { v: 1; type: 'acl.policy.create'; policy: PolicyWrite }
   | { v: 1; type: 'acl.policy.update'; policy: PolicyWrite }

@@ -34,6 +34,8 @@ export interface AclToken {
   NodeIdentities: NodeIdentity[]
   Local: boolean
   AuthMethod: string
+  /** The namespace of the auth method that created the token (login only), when it may differ from Namespace. */
+  AuthMethodNamespace?: string
   /** RFC 3339, absent when the token never expires. */
   ExpirationTime?: string
   CreateTime: string

@@ -46,7 +46,8 @@ export const tokenSpec: TableSpec<AclToken> = {
     policy: (token) => token.Policies.map((link) => link.ID),
     role: (token) => token.Roles.map((link) => link.ID),
     service: (token) => token.ServiceIdentities.map((identity) => identity.ServiceName),
-    authmethod: (token) => (token.AuthMethod === '' ? [] : [nsKey(token.Namespace, token.AuthMethod)]),
+    // Keyed by the auth method's own namespace: a namespace rule may put a login token in another namespace.
+    authmethod: (token) => (token.AuthMethod === '' ? [] : [nsKey(token.AuthMethodNamespace ?? token.Namespace, token.AuthMethod)]),
     expires: (token) => (token.ExpirationTime === undefined ? [] : [expiryValue(token.ExpirationTime)]),
   },
 }

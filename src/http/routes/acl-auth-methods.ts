@@ -98,6 +98,9 @@ async function writeAuthMethod(ctx: ApiContext, mode: 'create' | 'update'): Prom
     NamespaceRules: namespaceRulesOf(body.NamespaceRules),
     Namespace: namespace,
   }
+  if (method.NamespaceRules.length > 0 && namespace !== 'default') {
+    throw new InvalidInputError('NamespaceRules', 'assigning namespaces by rules requires the auth method to reside in the default namespace')
+  }
   const result = await propose(ctx, mode === 'create' ? { type: 'acl.auth-method.create', method } : { type: 'acl.auth-method.update', method })
   ctx.body = renderAuthMethod(result as AclAuthMethod)
 }

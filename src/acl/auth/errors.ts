@@ -1,0 +1,34 @@
+/**
+ * The ways a login fails, each a 403 `permission_denied` whose message says why, so that a client (and the operator
+ * reading its log) can tell an expired token from a wrong audience without the server's log. Every one of them begins
+ * with "Permission denied", the text Consul's clients test for.
+ */
+import { PermissionDeniedError } from '../../lib/errors.js'
+
+/** The bearer token is not valid: malformed, badly signed, expired, for another issuer or audience, refused by review. */
+export class InvalidBearerTokenError extends PermissionDeniedError {
+  override readonly name = 'InvalidBearerTokenError'
+  constructor(readonly reason: string) {
+    super(`Permission denied: invalid bearer token: ${reason}`)
+  }
+}
+
+/**
+ * The service that vouches for bearer tokens (a JWKS or discovery endpoint, the Kubernetes TokenReview API) could not
+ * be asked or gave an answer that cannot be used. The login is refused, not failed with a 500: nothing on this server
+ * is broken, and the message names the service and what went wrong.
+ */
+export class IdentityServiceError extends PermissionDeniedError {
+  override readonly name = 'IdentityServiceError'
+  constructor(readonly reason: string) {
+    super(`Permission denied: cannot verify the bearer token: ${reason}`)
+  }
+}
+
+/** A binding or namespace rule matched but cannot be applied to this identity (an interpolated name is not valid). */
+export class BindingError extends PermissionDeniedError {
+  override readonly name = 'BindingError'
+  constructor(readonly reason: string) {
+    super(`Permission denied: ${reason}`)
+  }
+}
