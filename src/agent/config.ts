@@ -209,17 +209,24 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
   if (env.WARDEN_INITIAL_MANAGEMENT_TOKEN && !settings.has('acl.tokens.initial_management')) {
     settings.set('acl.tokens.initial_management', env.WARDEN_INITIAL_MANAGEMENT_TOKEN)
   }
+  // Settings given on the command line, so messages name the flag the operator used, and the file key otherwise.
+  const fromFlags = new Map<string, string>()
   for (const [flag, key] of Object.entries(FILE_FLAGS)) {
     const path = flags.values.get(flag)
-    if (path !== undefined) settings.set(key, readSecretFile(flag, path))
+    if (path !== undefined) {
+      settings.set(key, readSecretFile(flag, path))
+      fromFlags.set(key, flag)
+    }
   }
   for (const [flag, value] of flags.values) {
     const key = FLAG_KEYS[flag]
-    if (key !== undefined) settings.set(key, value)
+    if (key !== undefined) {
+      settings.set(key, value)
+      fromFlags.set(key, flag)
+    }
   }
-  // Names of settings in messages: the flag when there is one, else the file key.
   const label = (key: string): string => {
-    const flag = Object.entries(FLAG_KEYS).find(([, fileKey]) => fileKey === key)?.[0]
+    const flag = fromFlags.get(key)
     return flag === undefined ? key : `--${flag}`
   }
   const text = (key: string): string | undefined => stringSetting(label(key), settings.get(key))
