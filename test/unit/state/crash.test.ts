@@ -1,0 +1,474 @@
+/**
+ * A crash between commands: a real child process opens a data dir with the same stores the agent uses (LogStore,
+ * StateStore, SingleNodeReplica), proposes commands in concurrent batches, and is SIGKILLed at a random moment. The
+ * test then reopens the data dir, runs `replica.recover()`, and compares the recovered state with a reference built by
+ * applying the log's entries one by one to a fresh StateStore: the LevelDB contents must be byte-identical,
+ * lastApplied must equal the log's lastIndex, every acknowledged write must be in the log, the index entries must
+ * describe exactly the records, and each record's CreateIndex must point at the log entry that created it (so nothing
+ * was applied twice). Several kill/restart rounds run on one data dir, so records of earlier rounds get updated and
+ * deleted by later ones. A last group checks that a log entry this build cannot decode stops recovery with
+ * UnknownCommandError and a message naming the index and version, leaving the state as it was.
+ */
+import { expect } from 'chai'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { LogStore } from '../../../src/raft/storage/log-store.js'
+import { SingleNodeReplica } from '../../../src/replica/single-node.js'
+import { ANONYMOUS_TOKEN_ID, GLOBAL_MANAGEMENT_POLICY_ID } from '../../../src/state/builtins.js'
+import { encode } from '../../../src/state/codec.js'
+import { COMMAND_VERSION, type Command, type LinkInput, type TokenCreate } from '../../../src/state/commands.js'
+import { indexKey, TABLES, uniqueKey } from '../../../src/state/keys.js'
+import type { AclAuthMethod, AclPolicy, AclRole, AclToken } from '../../../src/state/records.js'
+import { decodeCommand, encodeCommand, StateStore, UnknownCommandError } from '../../../src/state/store.js'
+import {
+  authMethodSpec,
+  bindingRuleSpec,
+  configSpec,
+  listRecords,
+  policySpec,
+  roleSpec,
+  tokenSpec,
+  type TableSpec,
+} from '../../../src/state/tables.js'
+import { useTempDirs, type TempDirs } from '../../support/temp-dir.js'
+
+const ROOT = resolve(import.meta.dirname, '../../..')
+const ROUNDS = 4
+const READY_TIMEOUT_MS = 15_000
+
+/** Set in the child's environment: this file then runs `runChild` instead of registering tests. */
+const CHILD_ENV = 'WARDEN_CRASH_TEST_CHILD'
+const THIS_FILE = fileURLToPath(import.meta.url)
+const CHILD_NOW = '2024-05-01T12:00:00Z'
+
+/**
+ * The child: recovers the data dir, writes the built-ins on a new log, then proposes random batches of commands until
+ * it is killed, printing `acked <lastApplied>` after each batch resolves. IDs embed the round number, so rounds on one
+ * data dir never collide; records of earlier rounds are read back from the state, and updated or deleted too. It is
+ * typed code in this file (not a string) so that it follows the stores' signatures as they change.
+ */
+async function runChild(dataDir: string, round: number, seed: number): Promise<never> {
+  let state32 = seed >>> 0
+  const random = (n: number): number => {
+    state32 = (Math.imul(state32, 1_103_515_245) + 12_345) >>> 0
+    return (state32 >>> 8) % n
+  }
+  const pick = <T>(list: readonly T[]): T | undefined => (list.length === 0 ? undefined : list[random(list.length)])
+  let counter = 0
+  const uuid = (kind: string): string => `${kind}-${round.toString(16).padStart(4, '0')}-4000-8000-${(++counter).toString(16).padStart(12, '0')}`
+
+  const log = await LogStore.open(join(dataDir, 'log'))
+  const state = await StateStore.open(join(dataDir, 'state'))
+  const replica = new SingleNodeReplica(log, state, 'crash-child', '127.0.0.1:0', (error) => {
+    process.stderr.write(`fatal: ${error instanceof Error ? error.stack : String(error)}\n`)
+    process.exit(3)
+  })
+  await replica.recover()
+  const recovered = state.lastApplied
+  const v = COMMAND_VERSION
+  const tokenFields = (extra: Partial<TokenCreate>): TokenCreate => ({
+    AccessorID: uuid('aaaaaaaa'),
+    SecretID: uuid('55555555'),
+    Description: `round ${round}`,
+    Policies: [],
+    Roles: [],
+    TemplatedPolicies: [],
+    ServiceIdentities: [],
+    NodeIdentities: [],
+    Local: false,
+    AuthMethod: '',
+    CreateTime: CHILD_NOW,
+    Namespace: 'default',
+    ...extra,
+  })
+  if (replica.logIsEmpty) await replica.propose({ v, type: 'acl.init', bootstrapToken: tokenFields({ Description: 'bootstrap' }) })
+
+  const tokens = (await listRecords<AclToken>(state.reader, tokenSpec)).map((token) => token.AccessorID).filter((id) => id !== ANONYMOUS_TOKEN_ID)
+  const policies = (await listRecords<AclPolicy>(state.reader, policySpec)).map((policy) => ({ ID: policy.ID, Name: policy.Name }))
+  const roles = (await listRecords<AclRole>(state.reader, roleSpec)).map((role) => role.ID)
+  const methods = (await listRecords<AclAuthMethod>(state.reader, authMethodSpec)).map((method) => method.Name)
+  process.stdout.write(`ready ${recovered}\n`)
+
+  const someLinks = (): LinkInput[] => {
+    const policy = pick(policies)
+    if (policy === undefined) return []
+    return [random(2) === 0 ? { ID: policy.ID } : { Name: policy.Name }]
+  }
+  const policyFields = { Description: '', Rules: 'acl = "read"', Datacenters: [], Namespace: 'default' }
+  const next = (): Command => {
+    switch (random(17)) {
+      case 0:
+      case 1: {
+        const policy = { ID: uuid('bbbbbbbb'), Name: `p-${round}-${counter}` }
+        policies.push(policy)
+        return { v, type: 'acl.policy.create', policy: { ...policy, ...policyFields } }
+      }
+      case 2: {
+        const policy = pick(policies)
+        if (policy === undefined || policy.ID === GLOBAL_MANAGEMENT_POLICY_ID) return { v, type: 'noop' }
+        policy.Name = `${policy.Name}r`
+        return { v, type: 'acl.policy.update', policy: { ...policy, ...policyFields, Description: 'renamed', Rules: 'acl = "write"' } }
+      }
+      case 3:
+        return { v, type: 'acl.policy.delete', ID: pick(policies)?.ID ?? uuid('bbbbbbbb') }
+      case 4: {
+        const ID = uuid('cccccccc')
+        roles.push(ID)
+        const role = { ID, Name: `r-${round}-${counter}`, Description: '', Policies: someLinks(), TemplatedPolicies: [], ServiceIdentities: [], NodeIdentities: [], Namespace: 'default' }
+        return { v, type: 'acl.role.create', role }
+      }
+      case 5:
+      case 6:
+      case 7: {
+        const roleID = pick(roles)
+        const expiry = random(4) === 0 ? { ExpirationTime: random(2) === 0 ? '2000-01-01T00:00:00Z' : '2100-01-01T00:00:00Z' } : {}
+        const token = tokenFields({ Policies: someLinks(), Roles: roleID === undefined || random(2) === 0 ? [] : [{ ID: roleID }], ServiceIdentities: [{ ServiceName: `svc${random(4)}` }], ...expiry })
+        tokens.push(token.AccessorID)
+        return { v, type: 'acl.token.create', token }
+      }
+      case 8: {
+        const token = { AccessorID: pick(tokens) ?? uuid('aaaaaaaa'), Description: `updated in round ${round}`, Policies: someLinks(), Roles: [], TemplatedPolicies: [], ServiceIdentities: [{ ServiceName: 'updated' }], NodeIdentities: [], Local: false, Namespace: 'default' }
+        return { v, type: 'acl.token.update', token }
+      }
+      case 9: {
+        const { AccessorID, SecretID } = tokenFields({})
+        const sourceAccessorID = pick(tokens) ?? ''
+        tokens.push(AccessorID)
+        return { v, type: 'acl.token.clone', sourceAccessorID, token: { AccessorID, SecretID, Description: 'clone', CreateTime: CHILD_NOW, Namespace: 'default' } }
+      }
+      case 10:
+        return { v, type: 'acl.token.delete', AccessorID: pick(tokens) ?? uuid('aaaaaaaa') }
+      case 11: {
+        const Name = `m-${round}-${counter}`
+        methods.push(Name)
+        const method = { Name, Type: 'jwt', DisplayName: '', Description: '', MaxTokenTTLMs: 60_000, TokenLocality: '', Config: { JWTValidationPubKeys: ['k'] }, NamespaceRules: [], Namespace: 'default' }
+        return { v, type: 'acl.auth-method.create', method }
+      }
+      case 12: {
+        const rule = { ID: uuid('dddddddd'), Description: '', AuthMethod: pick(methods) ?? 'none', Selector: '', BindType: 'service' as const, BindName: 'web', Namespace: 'default' }
+        return { v, type: 'acl.binding-rule.create', rule }
+      }
+      case 13: {
+        const method = pick(methods)
+        if (method === undefined) return { v, type: 'noop' }
+        const token = tokenFields({ AuthMethod: method, Local: true, ExpirationTime: '2100-01-01T00:00:00Z' })
+        tokens.push(token.AccessorID)
+        return { v, type: 'acl.token.create', token }
+      }
+      case 14:
+        return random(3) === 0
+          ? { v, type: 'acl.auth-method.delete', Namespace: 'default', Name: pick(methods) ?? 'none' }
+          : { v, type: 'acl.token.delete-expired', AccessorIDs: [pick(tokens) ?? '', pick(tokens) ?? ''], now: CHILD_NOW }
+      case 15:
+        return { v, type: 'config.apply', entry: { Kind: 'service-defaults', Name: `svc${random(5)}`, Namespace: 'default', Protocol: pick(['http', 'grpc', 'tcp']) } }
+      default:
+        return { v, type: 'config.delete', Kind: 'service-defaults', Name: `svc${random(5)}`, Namespace: 'default' }
+    }
+  }
+
+  for (;;) {
+    const batch = Array.from({ length: 1 + random(8) }, next)
+    // Proposed in one tick, so that they share group commits; awaited together.
+    await Promise.all(batch.map((command) => replica.propose(command)))
+    process.stdout.write(`acked ${state.lastApplied}\n`)
+  }
+}
+
+interface Killed {
+  /** The last index the child reported as applied after its proposals resolved. */
+  ackedIndex: number
+  /** The lastApplied the child found after its own recovery. */
+  readyIndex: number
+  stderr: string
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolveDelay) => setTimeout(resolveDelay, ms))
+}
+
+/** Starts the child on `dataDir`, lets it write for `runMs` after its first acknowledged batch, then SIGKILLs it. */
+async function runAndKill(dirs: TempDirs, dataDir: string, round: number, seed: number, runMs: number): Promise<Killed> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', THIS_FILE, dataDir, String(round), String(seed)], {
+    cwd: ROOT,
+    env: { ...process.env, [CHILD_ENV]: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  // 'close' comes after the exit and after stdout is drained, so the last acknowledgement is not lost.
+  const exited = new Promise<void>((resolveExit) => child.once('close', () => resolveExit()))
+  // Whatever happens below, the child does not outlive the test.
+  dirs.defer(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    await exited
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+
+  const started = Date.now()
+  while (!/^acked \d+$/m.test(stdout)) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the child exited early (${child.exitCode ?? child.signalCode}):\n${stderr}`)
+    if (Date.now() - started > READY_TIMEOUT_MS) throw new Error(`the child wrote nothing within ${READY_TIMEOUT_MS} ms:\n${stdout}\n${stderr}`)
+    await delay(5)
+  }
+  await delay(runMs)
+  expect(child.exitCode, `the child stopped by itself:\n${stderr}`).to.equal(null)
+  child.kill('SIGKILL')
+  await exited
+  expect(child.signalCode).to.equal('SIGKILL')
+  const acked = [...stdout.matchAll(/^acked (\d+)$/gm)].map((match) => Number(match[1]))
+  const ready = /^ready (\d+)$/m.exec(stdout)
+  return { ackedIndex: Math.max(...acked), readyIndex: Number(ready?.[1]), stderr }
+}
+
+type Entry = [key: string, value: Buffer]
+
+async function dump(store: StateStore): Promise<Entry[]> {
+  const entries: Entry[] = []
+  for await (const [key, value] of store.db.iterator()) entries.push([key, Buffer.from(value)])
+  return entries
+}
+
+function printable(key: string): string {
+  return JSON.stringify(key.replaceAll('\u0000', '/'))
+}
+
+function expectSameContents(actual: Entry[], expected: Entry[]): void {
+  const length = Math.max(actual.length, expected.length)
+  for (let position = 0; position < length; position += 1) {
+    const a = actual[position]
+    const b = expected[position]
+    expect(a?.[0], `key #${position}: ${printable(a?.[0] ?? '<none>')} vs ${printable(b?.[0] ?? '<none>')}`).to.equal(b?.[0])
+    expect(a?.[1].equals(b![1]), `value of ${printable(a![0])} differs`).to.equal(true)
+  }
+}
+
+/** Index entries that do not match the records; one line per problem. */
+async function indexProblems(store: StateStore): Promise<string[]> {
+  const specs: Array<TableSpec<any>> = [tokenSpec, policySpec, roleSpec, authMethodSpec, bindingRuleSpec, configSpec]
+  const expected = new Map<string, string>()
+  for (const spec of specs) {
+    for (const record of await listRecords(store.reader, spec)) {
+      const key = spec.key(record)
+      for (const [index, valueOf] of Object.entries(spec.unique)) {
+        const value = valueOf(record)
+        if (value !== undefined) expected.set(uniqueKey(spec.table, index, value), key)
+      }
+      for (const [index, valuesOf] of Object.entries(spec.multi)) {
+        for (const value of valuesOf(record)) expected.set(indexKey(spec.table, index, value, key), '')
+      }
+    }
+  }
+  const problems: string[] = []
+  for (const [key, value] of await dump(store)) {
+    if (!key.startsWith('u\u0000') && !key.startsWith('x\u0000')) continue
+    const want = expected.get(key)
+    if (want === undefined) problems.push(`stray index entry ${printable(key)}`)
+    else if (value.toString('utf8') !== want) problems.push(`${printable(key)} names ${value.toString('utf8')}, expected ${want}`)
+    expected.delete(key)
+  }
+  for (const key of expected.keys()) problems.push(`missing index entry ${printable(key)}`)
+  return problems
+}
+
+/** The AccessorIDs a command creates when it succeeds. */
+function createdAccessors(command: Command): string[] {
+  switch (command.type) {
+    case 'acl.init':
+      return [ANONYMOUS_TOKEN_ID, ...(command.bootstrapToken === undefined ? [] : [command.bootstrapToken.AccessorID])]
+    case 'acl.bootstrap':
+    case 'acl.token.ensure':
+    case 'acl.token.create':
+    case 'acl.token.clone':
+      return [command.token.AccessorID]
+    default:
+      return []
+  }
+}
+
+function noFatal(error: unknown): void {
+  throw new Error('the replica reported a fatal error', { cause: error })
+}
+
+async function openStores(dirs: TempDirs, dataDir: string): Promise<{ log: LogStore; state: StateStore }> {
+  const log = await LogStore.open(join(dataDir, 'log'))
+  const state = await StateStore.open(join(dataDir, 'state'))
+  dirs.defer(() => log.close())
+  dirs.defer(() => state.close())
+  return { log, state }
+}
+
+/** The tests, registered only when mocha loads this file (not in the child). */
+function registerTests(): void {
+  describe('state: a crash between commands', function () {
+    const dirs = useTempDirs()
+
+    it('after kill -9 at random moments, recovery gives the state of applying the log once, in order', async function () {
+      this.timeout(60_000)
+      const dataDir = await dirs.make('warden-crash-')
+      // The seed of the child's command choices and of the kill moments; printed so a failure can be replayed.
+      const seed = Date.now() % 1_000_000
+      let previousLastIndex = 0
+      for (let round = 1; round <= ROUNDS; round += 1) {
+        const context = `seed=${seed} round=${round}`
+        const runMs = 20 + ((seed * 7919 + round * 104_729) % 250)
+        const killed = await runAndKill(dirs, dataDir, round, seed + round, runMs)
+        expect(killed.readyIndex, `${context}: the child recovered everything the last round logged`).to.equal(previousLastIndex)
+
+        const { log, state } = await openStores(dirs, dataDir)
+        const replica = new SingleNodeReplica(log, state, 'test', '127.0.0.1:0', noFatal)
+        const appliedBeforeRecovery = state.lastApplied
+        await replica.recover()
+        expect(appliedBeforeRecovery, `${context}: the state never runs ahead of the log`).to.be.at.most(log.lastIndex)
+        expect(state.lastApplied, `${context}: lastApplied == log lastIndex`).to.equal(log.lastIndex)
+        expect(log.lastIndex, `${context}: the round made progress`).to.be.greaterThan(previousLastIndex)
+        expect(killed.ackedIndex, `${context}: every acknowledged write is in the log`).to.be.at.most(log.lastIndex)
+        expect(log.firstIndex).to.equal(1)
+
+        // The reference: every log entry decoded and applied once, in order, to a fresh store.
+        const entries = await log.entries(1, log.lastIndex)
+        expect(entries.map((item) => item.index)).to.deep.equal(Array.from({ length: log.lastIndex }, (_, offset) => offset + 1))
+        const reference = await StateStore.open(await dirs.make('warden-crash-reference-'))
+        dirs.defer(() => reference.close())
+        const commands = new Map<number, Command>()
+        for (const item of entries) {
+          const command = decodeCommand(item.data, item.index)
+          commands.set(item.index, command)
+          await reference.apply(command, item.index)
+        }
+        expectSameContents(await dump(state), await dump(reference))
+        for (const table of TABLES) {
+          expect(state.tableIndex(table), `${context}: table index of ${table}`).to.equal(reference.tableIndex(table))
+          expect(state.tableIndex(table)).to.be.at.most(state.lastApplied)
+        }
+        expect(await indexProblems(state), context).to.deep.equal([])
+
+        // Nothing applied twice: each token's CreateIndex is the one log entry that created it, and no AccessorID is
+        // created by two entries.
+        const creators = new Map<string, number[]>()
+        for (const [index, command] of commands) {
+          for (const accessorID of createdAccessors(command)) creators.set(accessorID, [...(creators.get(accessorID) ?? []), index])
+        }
+        for (const [accessorID, indexes] of creators) {
+          if (accessorID !== ANONYMOUS_TOKEN_ID) expect(indexes, `${context}: ${accessorID} is created by one entry`).to.have.length(1)
+        }
+        const tokens = await listRecords<AclToken>(state.reader, tokenSpec)
+        expect(tokens.length, `${context}: tokens exist`).to.be.greaterThan(1)
+        for (const token of tokens) {
+          expect(creators.get(token.AccessorID), `${context}: ${token.AccessorID} has a creating entry`).to.include(token.CreateIndex)
+          expect(token.ModifyIndex).to.be.within(token.CreateIndex, state.lastApplied)
+        }
+        for (const policy of await listRecords(state.reader, policySpec)) {
+          const creator = commands.get(policy.CreateIndex)
+          const created = creator?.type === 'acl.policy.create' ? creator.policy.ID : creator?.type === 'acl.init' ? GLOBAL_MANAGEMENT_POLICY_ID : undefined
+          expect(created, `${context}: policy ${policy.ID} was created at its CreateIndex`).to.equal(policy.ID)
+        }
+
+        previousLastIndex = log.lastIndex
+        await log.close()
+        await state.close()
+        await reference.close()
+      }
+    })
+
+    describe('an entry this build cannot apply', function () {
+      async function logWith(entries: Array<Command | Record<string, unknown>>): Promise<string> {
+        const dataDir = await dirs.make('warden-unknown-')
+        const log = await LogStore.open(join(dataDir, 'log'))
+        await log.append(
+          entries.map((command, offset) => ({ index: offset + 1, term: 1, data: encode(command) })),
+          { sync: true },
+        )
+        await log.close()
+        return dataDir
+      }
+
+      async function recoverError(dataDir: string): Promise<{ error: unknown; lastApplied: number; contents: Entry[] }> {
+        const { log, state } = await openStores(dirs, dataDir)
+        const replica = new SingleNodeReplica(log, state, 'test', '127.0.0.1:0', noFatal)
+        let error: unknown
+        try {
+          await replica.recover()
+        } catch (caught) {
+          error = caught
+        }
+        const result = { error, lastApplied: state.lastApplied, contents: await dump(state) }
+        await log.close()
+        await state.close()
+        return result
+      }
+
+      it('an unknown command version stops recovery with UnknownCommandError naming the index and version', async function () {
+        const init: Command = { v: COMMAND_VERSION, type: 'acl.init' }
+        const dataDir = await logWith([init, { v: 2, type: 'acl.token.create', token: {} }, { v: COMMAND_VERSION, type: 'noop' }])
+        const first = await recoverError(dataDir)
+        expect(first.error).to.be.instanceOf(UnknownCommandError)
+        const message = (first.error as Error).message
+        expect(message).to.contain('log index 2')
+        expect(message).to.contain('version 2')
+        expect(message).to.contain(`command version ${COMMAND_VERSION}`)
+        expect(message).to.match(/upgrade/i)
+        // The entries before it are applied; nothing at or after it is.
+        expect(first.lastApplied).to.equal(1)
+
+        // A restart meets the same entry and stops the same way, with the state unchanged: not a loop that
+        // applies around it or half-applies it.
+        const second = await recoverError(dataDir)
+        expect(second.error).to.be.instanceOf(UnknownCommandError)
+        expect((second.error as Error).message).to.equal(message)
+        expect(second.lastApplied).to.equal(1)
+        expectSameContents(second.contents, first.contents)
+      })
+
+      it('an unknown command type of the current version stops recovery the same way, naming the type', async function () {
+        const dataDir = await logWith([{ v: COMMAND_VERSION, type: 'acl.token.frobnicate' }])
+        const { error, lastApplied } = await recoverError(dataDir)
+        expect(error).to.be.instanceOf(UnknownCommandError)
+        expect((error as Error).message).to.contain('log index 1').and.contain('acl.token.frobnicate')
+        expect(lastApplied).to.equal(0)
+      })
+
+      it('the agent started on such a data dir exits at once, non-zero, with one line naming the entry and the fix', async function () {
+        const dataDir = await logWith([{ v: COMMAND_VERSION, type: 'acl.init' }, { v: 7, type: 'acl.token.create' }])
+        const child = spawn(
+          process.execPath,
+          ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'agent', '--data-dir', dataDir, '--http-addr', '127.0.0.1:0', '--cluster-addr', '127.0.0.1:0'],
+          { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+        )
+        const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)))
+        dirs.defer(async () => {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+          await exited
+        })
+        let stderr = ''
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+        child.stdout.resume()
+        let timer: NodeJS.Timeout | undefined
+        const timeout = new Promise<'timeout'>((resolveTimeout) => (timer = setTimeout(() => resolveTimeout('timeout'), READY_TIMEOUT_MS)))
+        const code = await Promise.race([exited, timeout]).finally(() => clearTimeout(timer))
+        expect(code, 'the agent must stop, not serve or hang').to.not.equal('timeout')
+        expect(code).to.be.a('number').and.not.equal(0)
+        const lines = stderr.trim().split('\n')
+        expect(lines, stderr).to.have.length(1)
+        expect(lines[0]).to.contain('log index 2').and.contain('version 7').and.match(/upgrade/i)
+        // Nothing at or after the entry was applied.
+        const state = await StateStore.open(join(dataDir, 'state'))
+        dirs.defer(() => state.close())
+        expect(state.lastApplied).to.equal(1)
+      })
+
+      it('decodeCommand accepts what encodeCommand wrote for every known command', function () {
+        const command: Command = { v: COMMAND_VERSION, type: 'acl.token.delete', AccessorID: 'x' }
+        expect(decodeCommand(encodeCommand(command), 1)).to.deep.equal(command)
+      })
+    })
+  })
+}
+
+if (process.env[CHILD_ENV] === undefined) {
+  registerTests()
+} else {
+  const [dataDir, round, seed] = process.argv.slice(2)
+  await runChild(dataDir!, Number(round), Number(seed))
+}
