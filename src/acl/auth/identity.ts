@@ -67,6 +67,21 @@ export function kubernetesIdentity(account: ServiceAccount): Identity {
   }
 }
 
+/**
+ * The identity a method of this type and config would give with every field empty: what binding and namespace rules
+ * can refer to, for checking a rule when it is written (Consul's NewIdentity, used by IsValidBindingRule). Undefined
+ * for a type that has no bearer-token identity.
+ */
+export function emptyIdentity(type: string, config: Readonly<Record<string, unknown>>): Identity | undefined {
+  if (type === 'kubernetes') return kubernetesIdentity({ namespace: '', name: '', uid: '' })
+  if (type !== 'jwt' && type !== 'oidc') return undefined
+  const mappings = (key: string): ClaimMappings => {
+    const value = config[key]
+    return typeof value === 'object' && value !== null ? (value as ClaimMappings) : {}
+  }
+  return jwtIdentity({}, mappings('ClaimMappings'), mappings('ListClaimMappings'))
+}
+
 /** A claim by its plain name, or by JSON pointer (RFC 6901) when it starts with `/`; undefined when absent. */
 export function claimValue(claims: Record<string, unknown>, claim: string): unknown {
   if (!claim.startsWith('/')) return Object.hasOwn(claims, claim) ? claims[claim] : undefined

@@ -5,7 +5,7 @@
  * checked against literal expectations.
  */
 import { expect } from 'chai'
-import { claimValue, jwtIdentity, kubernetesIdentity, stringifyClaim } from '../../../../src/acl/auth/identity.js'
+import { claimValue, emptyIdentity, jwtIdentity, kubernetesIdentity, stringifyClaim } from '../../../../src/acl/auth/identity.js'
 import { InvalidBearerTokenError } from '../../../../src/acl/auth/errors.js'
 
 describe('auth method identities', () => {
@@ -84,6 +84,17 @@ describe('auth method identities', () => {
     it('refuses the token when a mapped claim has no string form, naming the claim', () => {
       expect(() => jwtIdentity({ org: { team: 'ops' } }, { org: 'org' })).to.throw(InvalidBearerTokenError, 'claim "org" is an object')
       expect(() => jwtIdentity({ groups: [['nested']] }, {}, { groups: 'groups' })).to.throw(InvalidBearerTokenError, 'list claim "groups" holds a list')
+    })
+  })
+
+  describe('emptyIdentity', () => {
+    it('lists what rules of a method may name, every field empty', () => {
+      expect(emptyIdentity('jwt', { ClaimMappings: { sub: 'name' }, ListClaimMappings: { groups: 'groups' } })).to.deep.equal({
+        selectable: { value: { name: '' }, list: { groups: [] } },
+        variables: { 'value.name': '' },
+      })
+      expect(emptyIdentity('kubernetes', {})?.variables).to.have.keys('serviceaccount.namespace', 'serviceaccount.name', 'serviceaccount.uid')
+      expect(emptyIdentity('aws-iam', {})).to.equal(undefined)
     })
   })
 
