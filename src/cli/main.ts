@@ -1,11 +1,15 @@
 #!/usr/bin/env node
 /**
  * `warden agent [flags]`. Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when the agent fails while running or
- * cannot start, 2 for a bad flag or config value (one line naming it).
+ * cannot start, 2 for a bad flag or config value (one line naming it), 3 when the log holds a command this version
+ * cannot apply (upgrade the node; restarting it will not help).
  */
 import { loadConfig, ConfigError } from '../agent/config.js'
 import { createLogger } from '../agent/logger.js'
-import { startAgent } from '../agent/agent.js'
+import { startAgent, UnknownCommandError } from '../agent/agent.js'
+
+/** Exit code when the log holds a command newer than this build: restarting will not help, upgrading will. */
+const EXIT_UNKNOWN_COMMAND = 3
 
 const USAGE = `usage: warden agent [--dev] [--config-file FILE] [--node-name NAME] [--datacenter DC]
                     [--primary-datacenter DC] [--data-dir DIR] [--http-addr HOST:PORT]
@@ -53,6 +57,12 @@ async function main(argv: string[]): Promise<number> {
     if (error instanceof ConfigError) {
       process.stderr.write(`warden: ${error.message}\n`)
       return 2
+    }
+    if (error instanceof UnknownCommandError) {
+      // A distinct exit code, so a supervisor can tell "upgrade this node" from a failure worth retrying.
+      log.fatal({ err: error }, 'the log holds a command this version cannot apply')
+      process.stderr.write(`warden: ${error.message}\n`)
+      return EXIT_UNKNOWN_COMMAND
     }
     log.fatal({ err: error }, 'the agent could not start')
     process.stderr.write(`warden: could not start: ${(error as Error).message}\n`)

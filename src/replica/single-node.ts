@@ -49,6 +49,7 @@ export class SingleNodeReplica implements Cluster {
 
   propose(command: Command): Promise<ApplyResult> {
     if (this.stopped) return Promise.reject(new WardenError('no_leader', 'this node is shutting down; retry on another node'))
+    if (this.failed) return Promise.reject(new WardenError('no_leader', 'this node stopped writing after a storage failure'))
     if (this.pending.length >= PENDING_MAX) {
       return Promise.reject(new WardenError('rate_limited', 'too many writes are waiting for the disk; retry later'))
     }
@@ -88,7 +89,10 @@ export class SingleNodeReplica implements Cluster {
           item.resolve(await this.state.apply(item.command, first + offset))
         } catch (error) {
           // A committed command that cannot be applied is a bug: stop rather than continue with a diverged state.
-          item.reject(new WardenError('outcome_unknown', 'the write was committed but could not be applied', undefined, { cause: error }))
+          // The rest of the batch is in the log but not applied: its outcome is unknown to its callers too.
+          for (const rest of batch.slice(offset)) {
+            rest.reject(new WardenError('outcome_unknown', 'the write was committed but could not be applied', undefined, { cause: error }))
+          }
           this.fail(error)
           return
         }

@@ -8,7 +8,7 @@ import { ANONYMOUS_TOKEN_ID, GLOBAL_MANAGEMENT_POLICY_ID } from './builtins.js'
 import { blake2bBase64 } from './hash.js'
 import { resolvePolicyLinks, resolveRoleLinks } from './links.js'
 import type { AclToken, IdLink, NodeIdentity, ServiceIdentity, TemplatedPolicyLink } from './records.js'
-import { deleteRecord, getByUnique, getRecord, secretDigest, tokenSpec, writeRecord } from './tables.js'
+import { deleteRecord, getByUnique, getRecord, policySpec, roleSpec, secretDigest, tokenSpec, writeRecord } from './tables.js'
 import type { Txn } from './txn.js'
 
 interface TokenLinks {
@@ -110,10 +110,17 @@ export async function cloneToken(
     return applyError('invalid_input', `cannot clone token "${sourceAccessorID}": it was created by a login through an auth method`)
   }
   const { CreateIndex: _c, ModifyIndex: _m, Hash: _h, ...rest } = source
+  // Links to policies or roles deleted since are dropped, as reads already leave them out.
+  const Policies: IdLink[] = []
+  for (const link of source.Policies) if ((await getRecord(txn, policySpec, link.ID)) !== undefined) Policies.push(link)
+  const Roles: IdLink[] = []
+  for (const link of source.Roles) if ((await getRecord(txn, roleSpec, link.ID)) !== undefined) Roles.push(link)
   return createToken(
     txn,
     {
       ...rest,
+      Policies,
+      Roles,
       AccessorID: input.AccessorID,
       SecretID: input.SecretID,
       Description: input.Description,

@@ -72,7 +72,7 @@ export class StateStore {
   }
 
   async apply(command: Command, index: number): Promise<ApplyResult> {
-    assert(index > this.appliedIndex, `apply of index ${index} after ${this.appliedIndex}: commands must be applied once, in order`)
+    assert(index === this.appliedIndex + 1, `apply of index ${index} after ${this.appliedIndex}: commands must be applied once each, in order, without gaps`)
     const txn = new Txn(this.db)
     const result = await dispatch(txn, command, index)
     const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = []

@@ -6,7 +6,9 @@ import { newUuid } from '../../lib/ids.js'
 import { checkAuthMethodConfig, isAuthMethodType, AUTH_METHOD_TYPES } from '../../acl/auth-method-config.js'
 import { isValidIdentityName, isValidRecordName } from '../../acl/names.js'
 import { templatedPolicyByName, validateTemplateVariables } from '../../acl/templated-policies.js'
-import { FilterSyntaxError, parseFilter } from '../../filter/index.js'
+import { FilterSyntaxError, parseFilter, selectorsOf } from '../../filter/index.js'
+import { emptyIdentity } from '../../acl/auth/identity.js'
+import { interpolate, InterpolationError } from '../../acl/auth/binding.js'
 import { nsKey, recordKey } from '../../state/keys.js'
 import type { AclAuthMethod, AclBindingRule, BindType, NamespaceRule } from '../../state/records.js'
 import { authMethodSpec, bindingRuleSpec, getRecord, listByIndex, listRecords } from '../../state/tables.js'
@@ -178,6 +180,59 @@ function checkBindName(type: BindType, name: string, vars: Record<string, string
   if (!valid) throw new InvalidInputError('BindName', `is not a valid ${type} name`)
 }
 
+/** Whether `path` names a field of `value`: object keys by name, any index into a list. */
+function hasField(value: unknown, path: readonly string[]): boolean {
+  let current = value
+  for (const part of path) {
+    if (Array.isArray(current)) return /^\d+$/.test(part)
+    if (typeof current !== 'object' || current === null || !Object.hasOwn(current, part)) return false
+    current = (current as Record<string, unknown>)[part]
+  }
+  return true
+}
+
+function fieldNames(value: unknown, prefix = ''): string[] {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return [prefix]
+  return Object.entries(value as Record<string, unknown>).flatMap(([key, item]) => fieldNames(item, prefix === '' ? key : `${prefix}.${key}`))
+}
+
+/**
+ * A rule may only name what its method's identity provides (Consul's IsValidBindingRule): every selector field, and
+ * every `${...}` in BindName and BindVars, which must also give a valid name once filled in.
+ */
+function checkAgainstIdentity(method: AclAuthMethod, body: BindingRuleBody): void {
+  const identity = emptyIdentity(method.Type, method.Config)
+  if (identity === undefined) return
+  const known = fieldNames(identity.selectable).filter((name) => name !== '')
+  const selector = body.Selector ?? ''
+  if (selector.trim() !== '') {
+    for (const path of selectorsOf(parseFilter(selector))) {
+      if (!hasField(identity.selectable, path)) {
+        throw new InvalidInputError(
+          'Selector',
+          `names "${path.join('.')}", which a ${method.Type} auth method does not provide (it provides ${known.length === 0 ? 'nothing' : known.join(', ')})`,
+        )
+      }
+    }
+  }
+  // Filled in with a sample value, the name must come out valid, as it will at login.
+  const sample = Object.fromEntries(Object.keys(identity.variables).map((name) => [name, 'a']))
+  const fill = (field: string, template: string): string => {
+    try {
+      return interpolate(template, sample)
+    } catch (error) {
+      if (error instanceof InterpolationError) throw new InvalidInputError(field, error.message)
+      throw error
+    }
+  }
+  const bindName = fill('BindName', body.BindName ?? '')
+  for (const [name, value] of Object.entries(body.BindVars ?? {})) fill(`BindVars.${name}`, value)
+  if ((body.BindName ?? '').includes('${') && body.BindType !== undefined && body.BindType !== 'templated-policy') {
+    const valid = body.BindType === 'role' ? isValidRecordName(bindName, 'role') : isValidIdentityName(bindName)
+    if (!valid) throw new InvalidInputError('BindName', `does not give a valid ${body.BindType} name once filled in`)
+  }
+}
+
 async function writeBindingRule(ctx: ApiContext, mode: 'create' | 'update'): Promise<void> {
   await requirePermission(ctx, 'acl', 'write')
   const pathId = mode === 'update' ? idParam(ctx.params.id) : undefined
@@ -208,6 +263,8 @@ async function writeBindingRule(ctx: ApiContext, mode: 'create' | 'update'): Pro
     ...(body.BindVars === undefined || Object.keys(body.BindVars).length === 0 ? {} : { BindVars: body.BindVars }),
     Namespace: ruleNamespace,
   }
+  const method = await getRecord(ctx.state.app.state.reader, authMethodSpec, nsKey(ruleNamespace, authMethod))
+  if (method !== undefined) checkAgainstIdentity(method, body)
   const result = await propose(ctx, mode === 'create' ? { type: 'acl.binding-rule.create', rule } : { type: 'acl.binding-rule.update', rule })
   ctx.body = renderBindingRule(result as AclBindingRule)
 }
