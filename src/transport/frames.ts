@@ -1,0 +1,188 @@
+/**
+ * The frames on a peer link: one msgpack array per WebSocket binary message, `[tag, ...fields]`. Arrays rather than
+ * maps because every Raft message pays for its envelope, and a tag says what the fields are.
+ *
+ * Handshake frames (tags 1-4) are the only ones accepted before the link is authenticated; everything else is refused
+ * until then (see handshake.ts for the protocol). Decoding validates the envelope completely and throws FrameError on
+ * anything else, so a malformed frame from any peer, authenticated or not, closes that link and nothing more. The
+ * payloads inside message, request and response frames are opaque here: they are whatever the caller sent, as
+ * msgpackr (without records) decodes it.
+ */
+import { Packr } from 'msgpackr'
+import type { WireError } from '../lib/errors.js'
+
+export const PROTOCOL_VERSION = 1
+/** Bytes of each side's nonce: 256 bits, so a nonce never repeats by chance. */
+export const NONCE_BYTES = 32
+/** Bytes of an HMAC-SHA256 proof. */
+export const PROOF_BYTES = 32
+/** Node names are short identifiers; the bound keeps a hostile hello small and log lines short. */
+export const NODE_NAME_CHARS_MAX = 128
+/** An advertised address is host:port; 256 characters holds any DNS name (253) with a port. */
+export const ADDRESS_CHARS_MAX = 256
+/**
+ * Handshake frames are a few hundred bytes at most; a larger one before authentication is refused before decoding,
+ * so an unauthenticated client cannot make us parse megabytes.
+ */
+export const HANDSHAKE_FRAME_BYTES_MAX = 1024
+
+const TAG = {
+  hello: 1,
+  challenge: 2,
+  proof: 3,
+  welcome: 4,
+  message: 16,
+  request: 17,
+  response: 18,
+  failure: 19,
+} as const
+
+export type HandshakeFrame =
+  /** Dialer to acceptor: who I am, the cluster address I advertise, and my fresh nonce. */
+  | { type: 'hello'; version: number; node: string; address: string; nonce: Buffer }
+  /** Acceptor to dialer: who I am, the address I advertise, my fresh nonce, and my proof of the key over all that. */
+  | { type: 'challenge'; node: string; address: string; nonce: Buffer; proof: Buffer }
+  /** Dialer to acceptor: my proof of the key. */
+  | { type: 'proof'; proof: Buffer }
+  /** Acceptor to dialer: you are authenticated and this link is the one we keep. */
+  | { type: 'welcome' }
+
+export type DataFrame =
+  | { type: 'message'; payload: unknown }
+  | { type: 'request'; id: number; payload: unknown }
+  | { type: 'response'; id: number; payload: unknown }
+  | { type: 'failure'; id: number; error: WireError }
+
+export type Frame = HandshakeFrame | DataFrame
+
+export class FrameError extends Error {
+  override readonly name = 'FrameError'
+}
+
+// Records (msgpackr's shared structures) are off: they would make a frame's meaning depend on earlier frames.
+// copyBuffers: a binary field decodes to its own Buffer, not a view into the frame, so a receiver that keeps one
+// small field (an entry's data, say) does not keep a whole frame of up to frameBytesMax alive with it.
+const packr = new Packr({ useRecords: false, copyBuffers: true })
+
+export function encodeFrame(frame: Frame): Buffer {
+  return packr.pack(toArray(frame))
+}
+
+function toArray(frame: Frame): unknown[] {
+  switch (frame.type) {
+    case 'hello':
+      return [TAG.hello, frame.version, frame.node, frame.address, frame.nonce]
+    case 'challenge':
+      return [TAG.challenge, frame.node, frame.address, frame.nonce, frame.proof]
+    case 'proof':
+      return [TAG.proof, frame.proof]
+    case 'welcome':
+      return [TAG.welcome]
+    case 'message':
+      return [TAG.message, frame.payload]
+    case 'request':
+      return [TAG.request, frame.id, frame.payload]
+    case 'response':
+      return [TAG.response, frame.id, frame.payload]
+    case 'failure':
+      return [TAG.failure, frame.id, frame.error]
+  }
+}
+
+/** Decodes and validates one frame; throws FrameError on anything that is not exactly a frame. */
+export function decodeFrame(bytes: Buffer): Frame {
+  let value: unknown
+  try {
+    value = packr.unpack(bytes)
+  } catch (error) {
+    // Truncated data, trailing bytes, or nesting deep enough to overflow the stack: all mean a bad frame.
+    throw new FrameError(`not msgpack: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  if (!Array.isArray(value) || value.length === 0) throw new FrameError('not a frame array')
+  const [tag, ...fields] = value as unknown[]
+  switch (tag) {
+    case TAG.hello:
+      expectFields('hello', fields, 4)
+      return {
+        type: 'hello',
+        version: integer(fields[0], 'version'),
+        node: nodeName(fields[1]),
+        address: address(fields[2]),
+        nonce: bytesOf(fields[3], NONCE_BYTES, 'nonce'),
+      }
+    case TAG.challenge:
+      expectFields('challenge', fields, 4)
+      return {
+        type: 'challenge',
+        node: nodeName(fields[0]),
+        address: address(fields[1]),
+        nonce: bytesOf(fields[2], NONCE_BYTES, 'nonce'),
+        proof: bytesOf(fields[3], PROOF_BYTES, 'proof'),
+      }
+    case TAG.proof:
+      expectFields('proof', fields, 1)
+      return { type: 'proof', proof: bytesOf(fields[0], PROOF_BYTES, 'proof') }
+    case TAG.welcome:
+      expectFields('welcome', fields, 0)
+      return { type: 'welcome' }
+    case TAG.message:
+      expectFields('message', fields, 1)
+      return { type: 'message', payload: fields[0] }
+    case TAG.request:
+      expectFields('request', fields, 2)
+      return { type: 'request', id: integer(fields[0], 'id'), payload: fields[1] }
+    case TAG.response:
+      expectFields('response', fields, 2)
+      return { type: 'response', id: integer(fields[0], 'id'), payload: fields[1] }
+    case TAG.failure:
+      expectFields('failure', fields, 2)
+      return { type: 'failure', id: integer(fields[0], 'id'), error: wireError(fields[1]) }
+    default:
+      throw new FrameError('unknown frame tag')
+  }
+}
+
+export function isHandshakeFrame(frame: Frame): frame is HandshakeFrame {
+  return frame.type === 'hello' || frame.type === 'challenge' || frame.type === 'proof' || frame.type === 'welcome'
+}
+
+/** The rule for node names on the wire: the same bound the handshake applies to a hello. */
+export function isNodeName(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= NODE_NAME_CHARS_MAX
+}
+
+function expectFields(type: string, fields: unknown[], count: number): void {
+  if (fields.length !== count) throw new FrameError(`${type} frame must have ${count} fields`)
+}
+
+function integer(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new FrameError(`${field} must be a non-negative integer`)
+  return value
+}
+
+function nodeName(value: unknown): string {
+  if (!isNodeName(value)) throw new FrameError(`node name must be a string of 1 to ${NODE_NAME_CHARS_MAX} characters`)
+  return value
+}
+
+function address(value: unknown): string {
+  if (typeof value !== 'string' || value.length > ADDRESS_CHARS_MAX) {
+    throw new FrameError(`address must be a string of at most ${ADDRESS_CHARS_MAX} characters`)
+  }
+  return value
+}
+
+function bytesOf(value: unknown, length: number, field: string): Buffer {
+  if (!(value instanceof Uint8Array) || value.length !== length) throw new FrameError(`${field} must be ${length} bytes`)
+  return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+}
+
+function wireError(value: unknown): WireError {
+  if (typeof value !== 'object' || value === null) throw new FrameError('failure error must be an object')
+  const { code, message, field } = value as Record<string, unknown>
+  if (typeof code !== 'string' || typeof message !== 'string' || (field !== undefined && typeof field !== 'string')) {
+    throw new FrameError('failure error must be { code, message, field? } of strings')
+  }
+  // The code is trusted to be an ErrorCode: it comes from an authenticated peer running warden.
+  return { code: code as WireError['code'], message, field }
+}

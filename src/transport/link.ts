@@ -1,0 +1,372 @@
+/**
+ * One WebSocket connection to a peer, from its first byte to its close: the handshake state machine (handshake.ts),
+ * then frame decoding, keepalive and orderly closing. A Link knows nothing of queues, requests or which link of a
+ * pair to keep; it asks its host (the PeerTransport) and reports to it.
+ *
+ * Invariant: the host hears of a data frame only from a link in state 'open', and a link becomes 'open' only after
+ * the handshake verified the peer's proof of the cluster key. Nothing an unauthenticated party sends reaches the host.
+ */
+import { performance } from 'node:perf_hooks'
+import type { Logger } from 'pino'
+import type { RawData, WebSocket } from 'ws'
+import { assert, unreachable } from '../lib/assert.js'
+import {
+  decodeFrame,
+  encodeFrame,
+  FrameError,
+  HANDSHAKE_FRAME_BYTES_MAX,
+  isHandshakeFrame,
+  PROTOCOL_VERSION,
+  type DataFrame,
+  type Frame,
+  type HandshakeFrame,
+} from './frames.js'
+import { freshNonce, type ClusterKey, type Direction, type HandshakeTranscript } from './handshake.js'
+
+/** WebSocket close codes. 4000-4999 are for applications (RFC 6455 §7.4.2); ws itself sends 1009 for a frame too large. */
+export const CloseCode = {
+  stopping: 1001,
+  tooLarge: 1009,
+  refused: 4001,
+  duplicate: 4002,
+  badFrame: 4003,
+  handshakeTimeout: 4004,
+  removed: 4005,
+  silent: 4006,
+} as const
+
+/**
+ * How long a closing link waits for the peer's close frame before destroying the socket. ws would wait 30 s by
+ * default, which lets a peer that never answers hold a socket (and stop()) that long.
+ */
+const CLOSE_GRACE_MS = 500
+/** A link that has received nothing (not even a pong) for this many keepalive intervals is dead. */
+const KEEPALIVE_MISSES_MAX = 3
+
+export interface LinkHost {
+  readonly nodeName: string
+  readonly advertiseAddress: string
+  /** Undefined when no key is configured: then every handshake is refused. */
+  readonly clusterKey: ClusterKey | undefined
+  readonly handshakeTimeoutMs: number
+  readonly keepaliveIntervalMs: number
+  readonly log: Logger
+  /** Whether `name` is in the peer set (never this node itself). */
+  isPeer(name: string): boolean
+  /** Called once the peer is authenticated: false to refuse the link as a duplicate of a better one. No side effects. */
+  shouldKeep(link: Link): boolean
+  /** The link is open; the host adopts it. */
+  onOpen(link: Link): void
+  onFrame(link: Link, frame: DataFrame): void
+  /** The handshake failed, refused by either side (the link logs why); for the host's counters. */
+  onHandshakeFailed(link: Link): void
+  /** The socket closed, whatever the state; called exactly once. */
+  onClose(link: Link): void
+}
+
+export type LinkState = 'handshake' | 'open' | 'closed'
+
+let linkIdNext = 1
+
+export class Link {
+  /** For logs: tells apart the links of one peer over time. */
+  readonly id = linkIdNext++
+  state: LinkState = 'handshake'
+  /**
+   * The peer's node name. A dialer knows whom it dialed from the start; an acceptor learns the claimed name from
+   * the hello. Either way it is proven only once state is 'open'.
+   */
+  peer: string | undefined
+  /** The cluster address the peer advertised in the handshake (may differ from the address dialed). */
+  peerAdvertiseAddress: string | undefined
+  closeCode: number | undefined
+  /** Settles when the socket has closed. */
+  readonly closed: Promise<void>
+
+  /** Which handshake frame this side waits for next; undefined once open. */
+  private awaiting: HandshakeFrame['type'] | undefined
+  private readonly localNonce = freshNonce()
+  private transcript: HandshakeTranscript | undefined
+  private lastReceivedAtMs = performance.now()
+  private handshakeTimer: NodeJS.Timeout | undefined
+  private keepaliveTimer: NodeJS.Timeout | undefined
+  private closeTimer: NodeJS.Timeout | undefined
+  /** Closing, but still delivering data frames (see close). Only ever set on an open link. */
+  private draining = false
+  private resolveClosed: () => void = () => {}
+  private readonly log: Logger
+
+  constructor(
+    private readonly ws: WebSocket,
+    readonly role: Direction,
+    /** The address dialed, or the remote socket address of an accepted connection. */
+    readonly remoteAddress: string,
+    private readonly host: LinkHost,
+    expectedPeer?: string,
+  ) {
+    assert((role === 'dialer') === (expectedPeer !== undefined), 'a dialer link must know whom it dials, an acceptor must not')
+    this.peer = expectedPeer
+    this.log = host.log.child({ link: this.id, role, remoteAddress })
+    this.closed = new Promise((resolve) => (this.resolveClosed = resolve))
+    this.handshakeTimer = setTimeout(() => this.onHandshakeTimeout(), host.handshakeTimeoutMs)
+    ws.on('message', (data, isBinary) => this.onData(data, isBinary))
+    ws.on('pong', () => this.touch())
+    ws.on('ping', () => this.touch())
+    ws.on('close', (code) => this.onSocketClose(code))
+    // ws emits 'close' after every error, which does the work. Refused dials and resets are routine (debug); a
+    // WS_ERR_* is the peer breaking the WebSocket protocol, a frame above maxPayload for one, which is worth a warning.
+    ws.on('error', (error: Error & { code?: unknown }) => {
+      const protocol = typeof error.code === 'string' && error.code.startsWith('WS_ERR_')
+      this.log[protocol ? 'warn' : 'debug']({ peer: this.peer, err: error.message, code: error.code }, 'peer socket error')
+    })
+    if (role === 'dialer') {
+      this.awaiting = 'challenge'
+      ws.once('open', () => this.sendHello())
+    } else {
+      this.awaiting = 'hello'
+    }
+  }
+
+  /** Bytes written to the socket but not yet flushed to the kernel, plus bytes ws holds for it. */
+  get bufferedBytes(): number {
+    return this.ws.bufferedAmount
+  }
+
+  /**
+   * Whether a write now would reach the peer. A link stays 'open' from the peer's close frame until the socket
+   * closes; ws drops what is sent in between, so the transport must keep such frames queued instead.
+   */
+  get writable(): boolean {
+    return this.state === 'open' && this.ws.readyState === this.ws.OPEN
+  }
+
+  /** Writes one encoded data frame; `done` runs once it has left for the kernel (or failed because the link closed). */
+  write(bytes: Buffer, done: (error?: Error | null) => void): void {
+    assert(this.state === 'open', 'write on a link that is not open')
+    this.ws.send(bytes, { binary: true }, done)
+  }
+
+  /**
+   * Starts an orderly close; the socket is destroyed if the peer does not answer within CLOSE_GRACE_MS. With
+   * `drain`, data frames still arriving before the peer's close frame are delivered: a link replaced by a duplicate
+   * may carry answers the peer wrote before it learned of the replacement.
+   */
+  close(code: number, reason: string, options: { drain?: boolean } = {}): void {
+    if (this.state === 'closed') return
+    if (this.closeTimer !== undefined) {
+      // Already closing: a second close without drain (the peer was removed, say) ends the draining.
+      if (options.drain !== true) this.draining = false
+      return
+    }
+    this.draining = options.drain === true && this.state === 'open'
+    this.clearTimers()
+    this.closeTimer = setTimeout(() => this.ws.terminate(), CLOSE_GRACE_MS)
+    // ws.close on a socket still connecting aborts the dial and emits 'error' then 'close': both are handled.
+    this.ws.close(code, reason)
+  }
+
+  /** Destroys the socket at once (a dead or hostile peer is not owed a closing handshake). */
+  terminate(): void {
+    this.ws.terminate()
+  }
+
+  private onData(data: RawData, isBinary: boolean): void {
+    if (this.state === 'closed' || (this.closeTimer !== undefined && !this.draining)) return
+    this.touch()
+    if (!isBinary) return this.fail('text frame', CloseCode.badFrame)
+    const bytes = toBuffer(data)
+    if (this.state === 'handshake' && bytes.length > HANDSHAKE_FRAME_BYTES_MAX) {
+      return this.refuse('handshake frame too large', CloseCode.badFrame)
+    }
+    let frame: Frame
+    try {
+      frame = decodeFrame(bytes)
+    } catch (error) {
+      if (!(error instanceof FrameError)) throw error
+      if (this.state === 'handshake') return this.refuse(`bad handshake frame: ${error.message}`, CloseCode.badFrame)
+      return this.fail(`bad frame: ${error.message}`, CloseCode.badFrame)
+    }
+    if (this.state === 'handshake') return this.onHandshakeFrame(frame)
+    if (isHandshakeFrame(frame)) return this.fail(`${frame.type} frame after the handshake`, CloseCode.badFrame)
+    this.host.onFrame(this, frame)
+  }
+
+  private onHandshakeFrame(frame: Frame): void {
+    if (frame.type !== this.awaiting) return this.refuse(`expected a ${this.awaiting} frame, got ${frame.type}`, CloseCode.refused)
+    const key = this.host.clusterKey
+    if (key === undefined) return this.refuse('no cluster key is configured', CloseCode.refused)
+    switch (frame.type) {
+      case 'hello':
+        return this.onHello(frame, key)
+      case 'challenge':
+        return this.onChallenge(frame, key)
+      case 'proof':
+        return this.onProof(frame, key)
+      case 'welcome':
+        return this.onWelcome()
+      default:
+        // Data frames never match `awaiting`, so they were refused above.
+        return unreachable(frame, 'data frame in a handshake')
+    }
+  }
+
+  private sendHello(): void {
+    if (this.state !== 'handshake') return
+    const { nodeName, advertiseAddress } = this.host
+    this.send({ type: 'hello', version: PROTOCOL_VERSION, node: nodeName, address: advertiseAddress, nonce: this.localNonce })
+  }
+
+  /** Acceptor: a dialer names itself. Nothing is proven to a node outside the peer set. */
+  private onHello(frame: Extract<Frame, { type: 'hello' }>, key: ClusterKey): void {
+    this.peer = frame.node
+    if (frame.version !== PROTOCOL_VERSION) return this.refuse(`unsupported protocol version ${frame.version}`, CloseCode.refused)
+    if (frame.node === this.host.nodeName || !this.host.isPeer(frame.node)) return this.refuse('not a node of the peer set', CloseCode.refused)
+    this.peerAdvertiseAddress = frame.address
+    this.transcript = {
+      dialerNode: frame.node,
+      acceptorNode: this.host.nodeName,
+      dialerAddress: frame.address,
+      acceptorAddress: this.host.advertiseAddress,
+      dialerNonce: frame.nonce,
+      acceptorNonce: this.localNonce,
+    }
+    this.awaiting = 'proof'
+    const { nodeName, advertiseAddress } = this.host
+    const proof = key.proof('acceptor', this.transcript)
+    this.send({ type: 'challenge', node: nodeName, address: advertiseAddress, nonce: this.localNonce, proof })
+  }
+
+  /** Dialer: the acceptor names itself and proves the key; we prove it back. */
+  private onChallenge(frame: Extract<Frame, { type: 'challenge' }>, key: ClusterKey): void {
+    if (frame.node !== this.peer) return this.refuse(`dialed ${this.peer ?? '?'} but ${frame.node} answered`, CloseCode.refused)
+    this.peerAdvertiseAddress = frame.address
+    this.transcript = {
+      dialerNode: this.host.nodeName,
+      acceptorNode: frame.node,
+      dialerAddress: this.host.advertiseAddress,
+      acceptorAddress: frame.address,
+      dialerNonce: this.localNonce,
+      acceptorNonce: frame.nonce,
+    }
+    if (!key.verify('acceptor', this.transcript, frame.proof)) return this.refuse('peer did not prove the cluster key', CloseCode.refused)
+    this.awaiting = 'welcome'
+    this.send({ type: 'proof', proof: key.proof('dialer', this.transcript) })
+  }
+
+  /** Acceptor: the dialer proves the key; the link opens if the host keeps it. */
+  private onProof(frame: Extract<Frame, { type: 'proof' }>, key: ClusterKey): void {
+    assert(this.transcript !== undefined && this.peer !== undefined, 'proof awaited before a hello was taken')
+    if (!key.verify('dialer', this.transcript, frame.proof)) return this.refuse('peer did not prove the cluster key', CloseCode.refused)
+    // The peer set may have changed since the hello.
+    if (!this.host.isPeer(this.peer)) return this.refuse('not a node of the peer set', CloseCode.refused)
+    if (!this.host.shouldKeep(this)) return this.dropDuplicate()
+    // welcome goes out before onOpen, which may flush queued data frames on this link: the dialer must see it first.
+    this.send({ type: 'welcome' })
+    this.open()
+  }
+
+  /** Dialer: the acceptor verified us. */
+  /** Dialer: the acceptor verified us and keeps this link. */
+  private onWelcome(): void {
+    if (this.host.shouldKeep(this)) return this.open()
+    // We took a better link with this peer since we dialed. The acceptor decided before us and may already be
+    // writing on this one, so it is authenticated and drained while it closes, not dropped like a handshake.
+    this.authenticated()
+    this.log.debug({ peer: this.peer }, 'closing a duplicate peer link')
+    this.close(CloseCode.duplicate, 'duplicate link', { drain: true })
+  }
+
+  private onHandshakeTimeout(): void {
+    // A dial that never connected is an unreachable peer, not a failed authentication: no warning, no count.
+    if (this.ws.readyState === this.ws.CONNECTING) {
+      this.log.debug({ peer: this.peer }, 'peer dial timed out')
+      this.close(CloseCode.handshakeTimeout, 'dial timed out')
+      return
+    }
+    this.refuse('handshake timed out', CloseCode.handshakeTimeout)
+  }
+
+  private open(): void {
+    this.authenticated()
+    this.keepaliveTimer = setInterval(() => this.keepalive(), this.host.keepaliveIntervalMs)
+    this.log.debug({ peer: this.peer, peerAdvertiseAddress: this.peerAdvertiseAddress }, 'peer link authenticated')
+    this.host.onOpen(this)
+  }
+
+  private authenticated(): void {
+    this.state = 'open'
+    this.awaiting = undefined
+    this.transcript = undefined
+    clearTimeout(this.handshakeTimer)
+    this.handshakeTimer = undefined
+  }
+
+  private dropDuplicate(): void {
+    this.log.debug({ peer: this.peer }, 'closing a duplicate peer link')
+    this.close(CloseCode.duplicate, 'duplicate link')
+  }
+
+  private keepalive(): void {
+    const silentMs = performance.now() - this.lastReceivedAtMs
+    if (silentMs > KEEPALIVE_MISSES_MAX * this.host.keepaliveIntervalMs) {
+      this.log.warn({ peer: this.peer, silentMs: Math.round(silentMs) }, 'peer link silent, closing it')
+      this.closeCode = CloseCode.silent
+      this.terminate()
+      return
+    }
+    this.ws.ping()
+  }
+
+  private touch(): void {
+    this.lastReceivedAtMs = performance.now()
+  }
+
+  /** A handshake that failed: logged without secrets (names, addresses and the reason only), counted, closed. */
+  private refuse(reason: string, code: number): void {
+    if (this.state !== 'handshake') return
+    this.log.warn({ peer: this.peer, reason }, 'peer handshake refused')
+    this.host.onHandshakeFailed(this)
+    this.close(code, 'handshake refused')
+  }
+
+  /** An authenticated peer broke the protocol: close the link, never the process. */
+  private fail(reason: string, code: number): void {
+    this.log.warn({ peer: this.peer, reason }, 'closing peer link after a bad frame')
+    this.close(code, 'bad frame')
+  }
+
+  private send(frame: HandshakeFrame): void {
+    this.ws.send(encodeFrame(frame), { binary: true })
+  }
+
+  private onSocketClose(code: number): void {
+    if (this.state === 'closed') return
+    const wasHandshaking = this.state === 'handshake'
+    const closedByUs = this.closeTimer !== undefined
+    this.state = 'closed'
+    this.closeCode ??= code
+    this.clearTimers()
+    clearTimeout(this.closeTimer)
+    if (wasHandshaking && !closedByUs && code === CloseCode.refused) {
+      // The other side refused us (it logged why on its side; a wrong key shows up here as a bad proof there).
+      this.log.warn({ peer: this.peer }, 'peer refused the handshake')
+      this.host.onHandshakeFailed(this)
+    }
+    this.host.onClose(this)
+    this.resolveClosed()
+  }
+
+  private clearTimers(): void {
+    clearTimeout(this.handshakeTimer)
+    clearInterval(this.keepaliveTimer)
+    this.handshakeTimer = undefined
+    this.keepaliveTimer = undefined
+  }
+}
+
+/** ws hands over a Buffer with the default binaryType ('nodebuffer'); the other shapes are handled for safety. */
+function toBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data
+  if (Array.isArray(data)) return Buffer.concat(data)
+  return Buffer.from(data)
+}

@@ -1,0 +1,230 @@
+/**
+ * Authentication and hostile input on the peer endpoint: nothing is delivered from a connection that has not
+ * proven the cluster key, a wrong key or an unknown node name is refused and logged (never the key itself), and
+ * bad frames (malformed, oversized, out of place) close the one connection, never the process.
+ *
+ * Method: a real transport on 127.0.0.1, approached either by another real transport or by a raw WebSocket client
+ * that speaks the handshake by hand (handshake.ts documents it), so each rule can be broken one at a time.
+ */
+import { expect } from 'chai'
+import { randomBytes } from 'node:crypto'
+import { CloseCode } from '../../../src/transport/link.js'
+import { decodeFrame, encodeFrame, PROTOCOL_VERSION, type Frame } from '../../../src/transport/frames.js'
+import { ClusterKey, type HandshakeTranscript } from '../../../src/transport/handshake.js'
+import {
+  addressOf,
+  CLUSTER_KEY,
+  connectAll,
+  deadAddress,
+  isConnected,
+  logged,
+  rawClient,
+  sleep,
+  startNode,
+  useCleanup,
+  waitFor,
+  type RawClient,
+  type TestNode,
+} from './harness.js'
+
+const OTHER_KEY = 'a-different-key-9e8d7c6b-also-not-for-production'
+
+describe('transport: authentication and hostile peers', () => {
+  const cleanup = useCleanup()
+
+  /**
+   * Node a, with b as its only peer at an address where nothing listens (so raw clients can claim to be b), and a
+   * request handler that records what reaches it.
+   */
+  async function nodeA(options: Parameters<typeof startNode>[2] = {}): Promise<TestNode & { requests: unknown[] }> {
+    const a = Object.assign(await startNode(cleanup, 'a', options), { requests: [] as unknown[] })
+    a.transport.setPeers(new Map([['b', await deadAddress()]]))
+    a.transport.onRequest(async (from, message) => {
+      a.requests.push({ from, message })
+      return 'answered'
+    })
+    return a
+  }
+
+  /** Sends a hello as `node` and returns the challenge and the transcript the dialer would prove. */
+  async function hello(client: RawClient, node: string): Promise<{ challenge: Extract<Frame, { type: 'challenge' }>; transcript: HandshakeTranscript }> {
+    const nonce = randomBytes(32)
+    client.send(encodeFrame({ type: 'hello', version: PROTOCOL_VERSION, node, address: `${node}.cluster.test:8300`, nonce }))
+    const challenge = decodeFrame(await client.nextFrame())
+    if (challenge.type !== 'challenge') throw new Error(`expected a challenge, got ${challenge.type}`)
+    const transcript = {
+      dialerNode: node,
+      acceptorNode: challenge.node,
+      dialerAddress: `${node}.cluster.test:8300`,
+      acceptorAddress: challenge.address,
+      dialerNonce: nonce,
+      acceptorNonce: challenge.nonce,
+    }
+    return { challenge, transcript }
+  }
+
+  /** A raw client that completes the handshake as b with the real key. */
+  async function authenticatedClient(a: TestNode): Promise<RawClient> {
+    const client = await rawClient(cleanup, a.transport)
+    const { transcript } = await hello(client, 'b')
+    client.send(encodeFrame({ type: 'proof', proof: new ClusterKey(CLUSTER_KEY).proof('dialer', transcript) }))
+    expect(decodeFrame(await client.nextFrame())).to.deep.equal({ type: 'welcome' })
+    return client
+  }
+
+  it('refuses a peer with the wrong key: nothing delivered either way, the failure logged, the key never logged', async () => {
+    const a = await startNode(cleanup, 'a')
+    const b = await startNode(cleanup, 'b', { clusterKey: OTHER_KEY })
+    let requestsServed = 0
+    b.transport.onRequest(async () => (requestsServed += 1))
+    connectAll([a, b])
+    const answer = a.transport.request('b', 'write', 300).catch((error: unknown) => error)
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      a.transport.send('b', 'from a')
+      b.transport.send('a', 'from b')
+      await sleep(10)
+    }
+    await waitFor('failed handshakes on both sides', () => a.transport.stats().handshakesFailed > 0 && b.transport.stats().handshakesFailed > 0)
+    expect(await answer).to.have.property('name', 'TransportError')
+    expect(a.inbox).to.deep.equal([])
+    expect(b.inbox).to.deep.equal([])
+    expect(requestsServed).to.equal(0)
+    expect(a.peerEvents).to.deep.equal([])
+    expect(isConnected(a, 'b') || isConnected(b, 'a')).to.equal(false)
+    // Each side's dial is refused by the dialer itself when the acceptor's proof does not verify.
+    expect(logged(a.log, 'peer handshake refused', { peer: 'b', reason: 'peer did not prove the cluster key' })).to.equal(true)
+    expect(logged(b.log, 'peer handshake refused', { peer: 'a', reason: 'peer did not prove the cluster key' })).to.equal(true)
+    for (const line of [...a.log.raw, ...b.log.raw]) {
+      expect(line).not.to.include(CLUSTER_KEY)
+      expect(line).not.to.include(OTHER_KEY)
+    }
+  })
+
+  it('refuses a node that has the key but is not in the peer set, before proving anything to it', async () => {
+    const a = await nodeA()
+    const c = await startNode(cleanup, 'c', { peers: new Map([['a', addressOf(a.transport)]]) })
+    for (let attempt = 0; attempt < 10; attempt += 1) {
+      c.transport.send('a', 'from c')
+      await sleep(10)
+    }
+    await waitFor('a refuses c', () => logged(a.log, 'peer handshake refused', { peer: 'c', reason: 'not a node of the peer set' }))
+    await waitFor('c sees the refusal', () => logged(c.log, 'peer refused the handshake', { peer: 'a' }))
+    expect(a.inbox).to.deep.equal([])
+    expect(isConnected(c, 'a')).to.equal(false)
+    // a answered c's hello with a close, not a challenge: c never saw a proof it could study.
+    expect(c.log.records.some((record) => record['reason'] === 'peer did not prove the cluster key')).to.equal(false)
+  })
+
+  it('delivers nothing from a connection whose first frame is not a hello', async () => {
+    const a = await nodeA()
+    for (const frame of [
+      encodeFrame({ type: 'message', payload: 'sneaky' }),
+      encodeFrame({ type: 'request', id: 1, payload: 'sneaky' }),
+      encodeFrame({ type: 'welcome' }),
+    ]) {
+      const client = await rawClient(cleanup, a.transport)
+      client.send(frame)
+      expect(await client.closedWith()).to.equal(CloseCode.refused)
+      expect(client.received).to.deep.equal([])
+    }
+    await sleep(50)
+    expect(a.inbox).to.deep.equal([])
+    expect(a.requests).to.deep.equal([])
+    expect(a.transport.stats().handshakesFailed).to.equal(3)
+  })
+
+  it('delivers nothing from a client that names a known peer but does not prove the key', async () => {
+    const a = await nodeA()
+    const attempts: Array<(transcript: HandshakeTranscript, acceptorProof: Buffer) => Buffer> = [
+      // Skips the proof and sends a message instead.
+      () => encodeFrame({ type: 'message', payload: 'sneaky' }),
+      () => encodeFrame({ type: 'proof', proof: randomBytes(32) }),
+      (transcript) => encodeFrame({ type: 'proof', proof: new ClusterKey(OTHER_KEY).proof('dialer', transcript) }),
+      // Reflection: the acceptor's own proof, sent back. The direction label makes it worthless.
+      (_, acceptorProof) => encodeFrame({ type: 'proof', proof: acceptorProof }),
+    ]
+    for (const attempt of attempts) {
+      const client = await rawClient(cleanup, a.transport)
+      const { challenge, transcript } = await hello(client, 'b')
+      expect(challenge.node).to.equal('a')
+      client.send(attempt(transcript, challenge.proof))
+      client.send(encodeFrame({ type: 'message', payload: 'after the proof' }))
+      expect(await client.closedWith()).to.equal(CloseCode.refused)
+    }
+    await sleep(50)
+    expect(a.inbox).to.deep.equal([])
+    expect(a.peerEvents).to.deep.equal([])
+    expect(a.log.records.filter((record) => record['reason'] === 'peer did not prove the cluster key')).to.have.length(3)
+  })
+
+  it('accepts a client that follows the documented handshake with the key, naming it as it proved', async () => {
+    const a = await nodeA()
+    const client = await authenticatedClient(a)
+    client.send(encodeFrame({ type: 'message', payload: { hello: 'from b' } }))
+    await waitFor('the message', () => a.inbox.length === 1)
+    expect(a.inbox[0]).to.deep.equal({ from: 'b', message: { hello: 'from b' } })
+    expect(a.transport.stats().peers.get('b')).to.include({ connected: true, linkRole: 'acceptor', advertiseAddress: 'b.cluster.test:8300' })
+    expect(a.transport.send('b', 'to b')).to.equal(true)
+    const frame = decodeFrame(await client.nextFrame())
+    expect(frame).to.deep.equal({ type: 'message', payload: 'to b' })
+  })
+
+  it('closes an authenticated link that sends a malformed or out-of-place frame, and keeps serving others', async () => {
+    const a = await nodeA()
+    for (const bad of [Buffer.from([0xc1, 0xff, 0x00]), encodeFrame({ type: 'hello', version: 1, node: 'b', address: '', nonce: randomBytes(32) }), Buffer.from([0x93, 0x63])]) {
+      const client = await authenticatedClient(a)
+      client.send(bad)
+      client.send(encodeFrame({ type: 'message', payload: 'after the bad frame' }))
+      expect(await client.closedWith()).to.equal(CloseCode.badFrame)
+    }
+    const text = await authenticatedClient(a)
+    text.send('a text frame')
+    expect(await text.closedWith()).to.equal(CloseCode.badFrame)
+    const good = await authenticatedClient(a)
+    good.send(encodeFrame({ type: 'message', payload: 'still here' }))
+    await waitFor('the message', () => a.inbox.length === 1)
+    expect(a.inbox).to.deep.equal([{ from: 'b', message: 'still here' }])
+  })
+
+  it('closes a connection that sends a frame above frameBytesMax, authenticated or not, without crashing', async () => {
+    const a = await nodeA({ frameBytesMax: 64 * 1024, sendQueueBytesMax: 64 * 1024 })
+    const stranger = await rawClient(cleanup, a.transport)
+    stranger.send(Buffer.alloc(100 * 1024))
+    expect(await stranger.closedWith()).to.equal(CloseCode.tooLarge)
+    // Below maxPayload but far above any handshake frame: refused before it is even decoded.
+    const chatty = await rawClient(cleanup, a.transport)
+    chatty.send(encodeFrame({ type: 'message', payload: Buffer.alloc(4096) }))
+    expect(await chatty.closedWith()).to.equal(CloseCode.badFrame)
+    const peer = await authenticatedClient(a)
+    peer.send(encodeFrame({ type: 'message', payload: Buffer.alloc(100 * 1024) }))
+    expect(await peer.closedWith()).to.equal(CloseCode.tooLarge)
+    expect(logged(a.log, 'peer socket error', { code: 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' })).to.equal(true)
+    expect(a.inbox).to.deep.equal([])
+    // The process and the transport carry on.
+    const again = await authenticatedClient(a)
+    again.send(encodeFrame({ type: 'message', payload: Buffer.alloc(60 * 1024) }))
+    await waitFor('a frame just under the bound', () => a.inbox.length === 1)
+  })
+
+  it('drops a connection that does not finish the handshake in time', async () => {
+    const a = await nodeA({ handshakeTimeoutMs: 300 })
+    const client = await rawClient(cleanup, a.transport)
+    const startedMs = Date.now()
+    expect(await client.closedWith()).to.equal(CloseCode.handshakeTimeout)
+    expect(Date.now() - startedMs).to.be.within(250, 1500)
+    expect(logged(a.log, 'peer handshake refused', { reason: 'handshake timed out' })).to.equal(true)
+  })
+
+  it('bounds the connections waiting in their handshake', async () => {
+    const a = await nodeA({ handshakesPendingMax: 2 })
+    const waiting = [await rawClient(cleanup, a.transport), await rawClient(cleanup, a.transport)]
+    // The third is dropped as soon as it is upgraded: the client sees either a failed open or an immediate close.
+    await rawClient(cleanup, a.transport).then(
+      (client) => client.closedWith(),
+      (error: unknown) => error,
+    )
+    expect(logged(a.log, 'too many pending peer handshakes, dropping a connection')).to.equal(true)
+    expect(a.transport.stats().handshakesPending).to.equal(2)
+    for (const client of waiting) expect(client.closeCode).to.equal(undefined)
+  })
+})
