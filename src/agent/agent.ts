@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Logger } from 'pino'
 import { newUuid, formatTime } from '../lib/ids.js'
-import { LogStore } from '../raft/storage/log-store.js'
-import { SingleNodeReplica } from '../replica/single-node.js'
 import { StateStore } from '../state/store.js'
 export { UnknownCommandError } from '../state/store.js'
 import { COMMAND_VERSION, type TokenCreate } from '../state/commands.js'
 import { DEFAULT_NAMESPACE } from '../state/records.js'
-import { getByUnique, secretDigest, tokenSpec } from '../state/tables.js'
+import { getByUnique, getRecord, policySpec, secretDigest, tokenSpec } from '../state/tables.js'
+import { GLOBAL_MANAGEMENT_POLICY_ID } from '../state/builtins.js'
+import { startReplica } from './replicas.js'
 import { TokenResolver } from '../acl/resolver.js'
 import { createApp } from '../http/app.js'
 import { cloudSettingsProblem, LinkController, linkFromSettings } from '../controllers/link-controller.js'
@@ -70,6 +70,20 @@ async function devManagementToken(dataDir: string): Promise<string> {
   return secret
 }
 
+/** Retries a write until it succeeds, with a growing pause, for writes no request is waiting on. */
+async function retryInBackground(write: () => Promise<unknown>, log: Logger): Promise<void> {
+  for (let attempt = 0; attempt < 20; attempt += 1) {
+    try {
+      await write()
+      return
+    } catch (error) {
+      log.debug({ err: error, attempt }, 'background write failed; retrying')
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 200 * 2 ** attempt)))
+    }
+  }
+  log.warn('a background write kept failing; giving up until the next start')
+}
+
 function listen(server: Server | TcpServer, host: string, port: number): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject)
@@ -81,34 +95,43 @@ function listen(server: Server | TcpServer, host: string, port: number): Promise
 }
 
 export async function startAgent(config: AgentConfig, log: Logger, onFatal: (error: unknown) => void): Promise<RunningAgent> {
-  if (Object.keys(config.peers).length > 0 || config.join.length > 0) {
-    throw new ConfigError('--peer/--join: multi-node clusters need the Raft replica, which this version does not have yet')
-  }
+  if (config.join.length > 0) throw new ConfigError('--join: joining a running cluster is not supported yet; start every member with --peer')
   const cloudProblem = cloudSettingsProblem(config.cloud)
   if (cloudProblem !== undefined) throw new ConfigError(cloudProblem)
   const { dataDir, temporary } = await prepareDataDir(config)
   const managementToken = config.initialManagementToken ?? (config.dev ? await devManagementToken(dataDir) : undefined)
-  const log_ = await LogStore.open(join(dataDir, 'log'))
   const state = await StateStore.open(join(dataDir, 'state'))
-
-  // The cluster listener: peers will speak Raft here. Until then it accepts no peer: every connection is closed.
-  const clusterServer = createTcpServer((socket) => socket.destroy())
-  const clusterBound = await listen(clusterServer, config.clusterAddr.host, config.clusterAddr.port)
-  const clusterAddress = formatAddress({ host: config.clusterAddr.host, port: clusterBound.port })
-
-  const replica = new SingleNodeReplica(log_, state, config.nodeName, clusterAddress, onFatal)
-  await replica.recover()
+  const started = await startReplica(config, dataDir, state, log, onFatal)
+  const replica = started.cluster
+  const clusterAddress = started.clusterAddress
   const now = Date.now
-  if (replica.logIsEmpty) {
-    const bootstrapToken = managementToken === undefined ? undefined : managementTokenRecord(managementToken, 'Initial Management Token', now())
-    await replica.propose({ v: COMMAND_VERSION, type: 'acl.init', ...(bootstrapToken === undefined ? {} : { bootstrapToken }) })
-  } else if (managementToken !== undefined && (await getByUnique(state.reader, tokenSpec, 'secret', secretDigest(managementToken))) === undefined) {
-    // A management token configured after the cluster was created is added, as Consul's leader does.
-    await replica.propose({ v: COMMAND_VERSION, type: 'acl.token.ensure', token: managementTokenRecord(managementToken, 'Initial Management Token', now()) })
+  const bootstrapWrites = async (): Promise<void> => {
+    if (started.singleNodeLogEmpty || (await getRecord(state.reader, policySpec, GLOBAL_MANAGEMENT_POLICY_ID)) === undefined) {
+      const bootstrapToken = managementToken === undefined ? undefined : managementTokenRecord(managementToken, 'Initial Management Token', now())
+      await replica.propose({ v: COMMAND_VERSION, type: 'acl.init', ...(bootstrapToken === undefined ? {} : { bootstrapToken }) })
+    } else if (managementToken !== undefined && (await getByUnique(state.reader, tokenSpec, 'secret', secretDigest(managementToken))) === undefined) {
+      // A management token configured after the cluster was created is added, as Consul's leader does.
+      await replica.propose({ v: COMMAND_VERSION, type: 'acl.token.ensure', token: managementTokenRecord(managementToken, 'Initial Management Token', now()) })
+    }
   }
   // The cloud settings are written as the link at every start, over a link written earlier through the API (api.md).
   const configuredLink = linkFromSettings(config.cloud, now())
-  if (configuredLink !== undefined) await replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink })
+  if (started.raft === undefined) {
+    await bootstrapWrites()
+    if (configuredLink !== undefined) await replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink })
+  } else {
+    // A Raft member cannot write before a leader exists, and a founding member may start before its peers: the
+    // leader writes the built-ins once its first entry commits (the command is idempotent), and this node writes its
+    // link settings once there is a leader, retrying in the background.
+    const raftLog = log.child({ module: 'bootstrap' })
+    started.onLeadership(() => {
+      replica
+        .readBarrier('consistent')
+        .then(bootstrapWrites)
+        .catch((error: unknown) => raftLog.warn({ err: error }, 'bootstrap writes failed; the next leader retries'))
+    })
+    if (configuredLink !== undefined) void retryInBackground(() => replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink }), raftLog)
+  }
 
   const closing = new AbortController()
   const app = createApp({
@@ -156,12 +179,10 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
       const forced = setTimeout(() => httpServer.closeAllConnections(), 5_000)
       await httpClosed
       clearTimeout(forced)
-      await new Promise<void>((resolve) => clusterServer.close(() => resolve()))
       await reaper.stop()
       await linkController.stop()
-      await replica.stop()
+      await started.stop()
       await state.close()
-      await log_.close()
       if (temporary) await rm(dataDir, { recursive: true, force: true })
     })()
     return stopping

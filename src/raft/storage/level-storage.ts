@@ -1,0 +1,140 @@
+/**
+ * The durable Raft log in LevelDB (`<data-dir>/log`), with a synchronous in-memory mirror (MemoryStorage) that the
+ * core reads through `LogReader`. A write reaches the mirror only after LevelDB has it (synced when asked), so the
+ * core never sees anything that a crash could take back.
+ *
+ * Layout: `e<index, 16 hex digits>` entries (msgpack {term, type, data}), `h` the hard state, `s` the latest snapshot
+ * metadata, `c` the last compacted entry (index, term), so term(firstIndex - 1) survives a restart.
+ *
+ * Concurrency: one writer (the driver's loop), one write at a time; reads are synchronous on the mirror.
+ */
+import { Level } from 'level'
+import { Packr } from 'msgpackr'
+import { assert } from '../../lib/assert.js'
+import type { LogReader } from '../log-reader.js'
+import type { Entry, EntryType, HardState, SnapshotMetadata } from '../types.js'
+import { MemoryStorage } from './memory-storage.js'
+
+const packr = new Packr({ useRecords: false })
+const ENTRY_PREFIX = 'e'
+const HARD_STATE_KEY = 'h'
+const SNAPSHOT_KEY = 's'
+const COMPACTED_KEY = 'c'
+
+function entryKey(index: number): string {
+  return ENTRY_PREFIX + index.toString(16).padStart(16, '0')
+}
+
+type Op = { type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }
+
+export interface PersistRequest {
+  snapshot?: SnapshotMetadata
+  entries: readonly Entry[]
+  hardState?: HardState
+}
+
+export class LevelRaftStorage implements LogReader {
+  private constructor(
+    private readonly db: Level<string, Buffer>,
+    private readonly mirror: MemoryStorage,
+  ) {}
+
+  static async open(directory: string): Promise<LevelRaftStorage> {
+    const db = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer' })
+    await db.open()
+    const mirror = new MemoryStorage()
+    const snapshotBytes = await db.get(SNAPSHOT_KEY)
+    const compactedBytes = await db.get(COMPACTED_KEY)
+    const hard = await db.get(HARD_STATE_KEY)
+    const snapshot = snapshotBytes === undefined ? null : (packr.unpack(snapshotBytes) as SnapshotMetadata)
+    if (compactedBytes !== undefined) {
+      // The log starts after the last compacted entry; a snapshot at or after it exists (compaction needs one).
+      const { index, term } = packr.unpack(compactedBytes) as { index: number; term: number }
+      assert(snapshot !== null && snapshot.index >= index, `log compacted to ${index} without a snapshot covering it`)
+      mirror.installSnapshot(snapshot.index === index ? snapshot : { index, term, configuration: snapshot.configuration })
+    }
+    const entries: Entry[] = []
+    for await (const [key, value] of db.iterator({ gte: ENTRY_PREFIX, lt: 'f' })) {
+      const index = parseInt(key.slice(1), 16)
+      if (index < mirror.firstIndex()) continue
+      const decoded = packr.unpack(value) as { term: number; type: EntryType; data: Uint8Array }
+      entries.push({ index, term: decoded.term, type: decoded.type, data: new Uint8Array(decoded.data) })
+    }
+    if (entries.length > 0) mirror.append(entries)
+    if (snapshot !== null && snapshot.index > mirror.firstIndex() - 1) mirror.saveSnapshot(snapshot)
+    if (hard !== undefined) mirror.setHardState(packr.unpack(hard) as HardState)
+    return new LevelRaftStorage(db, mirror)
+  }
+
+  hardState(): HardState {
+    return this.mirror.hardState()
+  }
+
+  snapshot(): SnapshotMetadata | null {
+    return this.mirror.snapshot()
+  }
+
+  firstIndex(): number {
+    return this.mirror.firstIndex()
+  }
+
+  lastIndex(): number {
+    return this.mirror.lastIndex()
+  }
+
+  term(index: number): number | undefined {
+    return this.mirror.term(index)
+  }
+
+  entries(lo: number, hi: number): readonly Entry[] {
+    return this.mirror.entries(lo, hi)
+  }
+
+  /** Ready step 1 in one LevelDB batch: snapshot, then entries (truncating a conflicting suffix), then hard state. */
+  async persist(request: PersistRequest, sync: boolean): Promise<void> {
+    const ops: Op[] = []
+    let lastIndex = this.mirror.lastIndex()
+    if (request.snapshot !== undefined) {
+      for (let index = this.mirror.firstIndex(); index <= lastIndex; index += 1) ops.push({ type: 'del', key: entryKey(index) })
+      ops.push({ type: 'put', key: SNAPSHOT_KEY, value: packr.pack(request.snapshot) })
+      ops.push({ type: 'put', key: COMPACTED_KEY, value: packr.pack({ index: request.snapshot.index, term: request.snapshot.term }) })
+      lastIndex = request.snapshot.index
+    }
+    const first = request.entries[0]
+    if (first !== undefined) {
+      // A new leader may overwrite an uncommitted suffix (§5.3): delete what the new entries do not replace.
+      const newLast = first.index + request.entries.length - 1
+      for (let index = newLast + 1; index <= lastIndex; index += 1) ops.push({ type: 'del', key: entryKey(index) })
+      for (const entry of request.entries) {
+        ops.push({ type: 'put', key: entryKey(entry.index), value: packr.pack({ term: entry.term, type: entry.type, data: entry.data }) })
+      }
+    }
+    if (request.hardState !== undefined) ops.push({ type: 'put', key: HARD_STATE_KEY, value: packr.pack(request.hardState) })
+    if (ops.length > 0) await this.db.batch(ops, { sync })
+    if (request.snapshot !== undefined) this.mirror.installSnapshot(request.snapshot)
+    if (request.entries.length > 0) this.mirror.append(request.entries)
+    if (request.hardState !== undefined) this.mirror.setHardState(request.hardState)
+  }
+
+  /** Records a snapshot the local state machine took (its data lives with the state), synced. */
+  async saveSnapshot(snapshot: SnapshotMetadata): Promise<void> {
+    await this.db.put(SNAPSHOT_KEY, packr.pack(snapshot), { sync: true })
+    this.mirror.saveSnapshot(snapshot)
+  }
+
+  /** Deletes entries up to and including `index`, which the saved snapshot covers. */
+  async compact(index: number): Promise<void> {
+    const first = this.mirror.firstIndex()
+    if (index < first) return
+    const term = this.mirror.term(index)
+    assert(term !== undefined, `compact to ${index}: no such entry`)
+    const ops: Op[] = [{ type: 'put', key: COMPACTED_KEY, value: packr.pack({ index, term }) }]
+    for (let at = first; at <= index; at += 1) ops.push({ type: 'del', key: entryKey(at) })
+    await this.db.batch(ops)
+    this.mirror.compact(index)
+  }
+
+  async close(): Promise<void> {
+    await this.db.close()
+  }
+}

@@ -1,0 +1,498 @@
+/**
+ * The Raft replica: the thin driver between the pure core (src/raft) and the world. A timer ticks the core; one loop
+ * takes each Ready and does it in the order ready.ts prescribes: persist (one LevelDB batch, one sync: every proposal
+ * waiting at that moment commits together), send, apply to the state machine, hand out read states, advance.
+ *
+ * Proposals on the leader wait until their entry is applied, with the apply result. A proposal on a follower is
+ * forwarded to the leader over the peer connection and answered with the leader's result, after the follower has
+ * applied it too (so the follower's own reads see the write). Outcomes are reported honestly:
+ * - applied: the apply result;
+ * - a different entry was applied at that index (the leader changed before the entry committed): `no_leader`, not
+ *   applied, safe to retry;
+ * - no answer in time, or the forwarding connection dropped after sending: `outcome_unknown`.
+ *
+ * Reads: `readBarrier` serves stale reads at once, default reads under the leader's lease, and consistent reads (and
+ * default reads without a lease, and every non-stale read on a follower) after a ReadIndex round (Thesis §6.4) and
+ * once this node has applied up to the read index.
+ */
+import { randomUUID, randomInt } from 'node:crypto'
+import type { Logger } from 'pino'
+import { WardenError } from '../lib/errors.js'
+import { SeededRng } from '../lib/rng.js'
+import { RaftCore, decodeConfiguration, type Entry, type Message, type Ready } from '../raft/index.js'
+import type { LevelRaftStorage } from '../raft/storage/level-storage.js'
+import { TransportError, type PeerTransport } from '../transport/index.js'
+import { COMMAND_VERSION, type ApplyResult, type Command } from '../state/commands.js'
+import { decodeCommand, encodeCommand, type StateStore } from '../state/store.js'
+import type { Cluster } from './cluster.js'
+
+export interface RaftReplicaOptions {
+  nodeName: string
+  /** Cluster addresses of every founding member, this node included (name → advertised address). */
+  members: Map<string, string>
+  storage: LevelRaftStorage
+  state: StateStore
+  transport: PeerTransport
+  log: Logger
+  onFatal: (error: unknown) => void
+  heartbeatIntervalMs: number
+  electionTimeoutMs: number
+  /** How long a write or a read waits for a leader before failing with no_leader. */
+  leaderWaitMs?: number
+  /** How long a write waits for its entry to be applied before its outcome is unknown. */
+  applyWaitMs?: number
+}
+
+/** Messages between replicas besides Raft's own, carried by the transport's request/response. */
+type ReplicaRequest = { kind: 'propose'; data: Uint8Array }
+type ReplicaResponse = { result: ApplyResult; index: number }
+
+interface ProposalWaiter {
+  term: number
+  resolve: (result: ApplyResult) => void
+  reject: (error: WardenError) => void
+  timer: NodeJS.Timeout
+}
+
+interface Waiter {
+  resolve: () => void
+  reject: (error: WardenError) => void
+}
+
+/** Bound on proposals waiting for their entries to apply, and on reads waiting for their read index. */
+const WAITING_MAX = 16_384
+
+export class RaftReplica implements Cluster {
+  private readonly core: RaftCore
+  private readonly tickMs: number
+  private readonly leaderWaitMs: number
+  private readonly applyWaitMs: number
+  private ticker: NodeJS.Timeout | undefined
+  private processing = false
+  /** Set by every input; the loop runs again if an input arrived after it last asked the core for work. */
+  private dirty = false
+  private stopped = false
+  private failed = false
+  private leaderId: string | null = null
+  private role: string = 'follower'
+  private lastLeaderContactAt = 0
+  private readonly proposals = new Map<number, ProposalWaiter>()
+  private readonly reads = new Map<string, Waiter & { index?: number }>()
+  /** Waiters for this node's applied index, keyed by the index they wait for. */
+  private readonly appliedWaiters: Array<{ index: number } & Waiter> = []
+  private readonly leaderWaiters = new Set<Waiter>()
+  private readonly members: Map<string, string>
+
+  constructor(private readonly options: RaftReplicaOptions) {
+    this.members = new Map(options.members)
+    // Ticks are half a heartbeat: heartbeats go out every two ticks, and timeouts are measured to a tick.
+    this.tickMs = Math.max(5, Math.floor(options.heartbeatIntervalMs / 2))
+    this.leaderWaitMs = options.leaderWaitMs ?? 7_000
+    this.applyWaitMs = options.applyWaitMs ?? 10_000
+    const voters = [...options.members.keys()].sort()
+    const seed = randomInt(0, 2 ** 32)
+    this.core = new RaftCore(
+      {
+        id: options.nodeName,
+        voters,
+        electionTimeoutTicks: Math.max(3, Math.round(options.electionTimeoutMs / this.tickMs)),
+        heartbeatIntervalTicks: 2,
+        preVote: true,
+        checkQuorum: true,
+        maxInflightMessages: 64,
+        maxEntriesPerMessage: 512,
+        maxBytesPerMessage: 1024 * 1024,
+        appliedIndex: options.state.lastApplied,
+      },
+      options.storage,
+      new SeededRng(seed),
+    )
+  }
+
+  start(): void {
+    const { transport } = this.options
+    transport.onMessage((from, message) => this.onPeerMessage(from, message))
+    transport.onRequest((from, request) => this.onPeerRequest(from, request as ReplicaRequest))
+    this.ticker = setInterval(() => {
+      this.core.tick()
+      this.kick()
+    }, this.tickMs)
+    // A cluster of one needs no election timeout to find out it wins.
+    if (this.members.size === 1) this.core.campaign()
+    this.kick()
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // The Ready loop.
+
+  private kick(): void {
+    this.dirty = true
+    if (this.processing || this.stopped || this.failed) return
+    this.processing = true
+    setImmediate(() => {
+      this.processReadies()
+        .catch((error: unknown) => this.fail(error))
+        .finally(() => {
+          this.processing = false
+          if (this.dirty) this.kick()
+        })
+    })
+  }
+
+  private async processReadies(): Promise<void> {
+    for (;;) {
+      if (this.stopped || this.failed) return
+      this.dirty = false
+      const ready = this.core.ready()
+      if (ready === null) return
+      await this.handleReady(ready)
+      this.core.advance(ready)
+    }
+  }
+
+  private async handleReady(ready: Ready): Promise<void> {
+    if (ready.softState !== undefined) this.onSoftState(ready.softState.role, ready.softState.leader)
+    // 1. Persist before anything leaves (Thesis §3.8).
+    if (ready.entries.length > 0 || ready.hardState !== undefined || ready.snapshot !== undefined) {
+      if (ready.snapshot !== undefined) throw new Error('installing a snapshot from the leader is not supported yet')
+      await this.options.storage.persist(
+        { entries: ready.entries, ...(ready.hardState === undefined ? {} : { hardState: ready.hardState }) },
+        ready.mustSync,
+      )
+    }
+    // 2. Send. Loss is fine: Raft retries.
+    for (const message of ready.messages) this.send(message)
+    // 3. Apply, in order.
+    for (const entry of ready.committedEntries) await this.applyEntry(entry)
+    // 4. Confirmed reads.
+    for (const readState of ready.readStates) {
+      const waiter = this.reads.get(readState.context)
+      if (waiter === undefined) continue
+      this.reads.delete(readState.context)
+      this.afterApplied(readState.index).then(waiter.resolve, waiter.reject)
+    }
+  }
+
+  private send(message: Message): void {
+    if (message.type === 'installSnapshot') {
+      // Streaming snapshots to a lagging follower is not built yet; the log is not compacted, so it is never needed.
+      this.core.reportSnapshot(message.to, false)
+      return
+    }
+    if (!this.options.transport.send(message.to, message)) this.core.reportUnreachable(message.to)
+  }
+
+  private async applyEntry(entry: Entry): Promise<void> {
+    const { state } = this.options
+    let result: ApplyResult
+    if (entry.type === 'command') {
+      result = await state.apply(decodeCommand(entry.data, entry.index), entry.index)
+    } else {
+      // Noops and configurations change no record, but the applied index must advance through them.
+      result = await state.apply({ v: COMMAND_VERSION, type: 'noop' }, entry.index)
+      if (entry.type === 'configuration') this.onConfiguration(entry)
+    }
+    const waiter = this.proposals.get(entry.index)
+    if (waiter !== undefined) {
+      this.proposals.delete(entry.index)
+      clearTimeout(waiter.timer)
+      if (waiter.term === entry.term) waiter.resolve(result)
+      else waiter.reject(new WardenError('no_leader', 'the leader changed before this write was committed; it was not applied, so it is safe to retry'))
+    }
+    this.releaseApplied()
+  }
+
+  private onConfiguration(entry: Entry): void {
+    const configuration = decodeConfiguration(entry.data)
+    this.options.log.info({ index: entry.index, voters: configuration.voters, learners: configuration.learners }, 'membership changed')
+  }
+
+  private onSoftState(role: string, leader: string | null): void {
+    const changed = leader !== this.leaderId
+    this.role = role
+    this.leaderId = leader
+    if (changed) this.options.log.info({ role, leader, term: this.core.status().term }, leader === null ? 'no leader' : 'leader known')
+    if (leader !== null) {
+      this.lastLeaderContactAt = Date.now()
+      for (const waiter of this.leaderWaiters) waiter.resolve()
+      this.leaderWaiters.clear()
+    }
+    if (role === 'leader') this.onBecomeLeader()
+  }
+
+  private onBecomeLeader(): void {
+    this.options.log.info({ term: this.core.status().term }, 'became leader')
+    for (const listener of this.leadershipListeners) listener()
+  }
+
+  private readonly leadershipListeners = new Set<() => void>()
+
+  /** Called each time this node becomes leader (the agent writes the built-ins of a new cluster then). */
+  onLeadership(listener: () => void): void {
+    this.leadershipListeners.add(listener)
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Peers.
+
+  private onPeerMessage(from: string, message: unknown): void {
+    const raft = message as Message
+    if (typeof raft !== 'object' || raft === null || raft.from !== from) return
+    if (raft.from === this.leaderId) this.lastLeaderContactAt = Date.now()
+    this.core.step(raft)
+    this.kick()
+  }
+
+  private async onPeerRequest(_from: string, request: ReplicaRequest): Promise<ReplicaResponse> {
+    if (request?.kind !== 'propose') throw new WardenError('invalid_input', 'unknown replica request')
+    if (this.role !== 'leader') throw new WardenError('no_leader', 'this node is no longer the leader; retry')
+    const data = new Uint8Array(request.data)
+    return this.proposeLocally(data)
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Cluster.
+
+  async propose(command: Command): Promise<ApplyResult> {
+    this.checkRunning()
+    const data = encodeCommand(command)
+    const deadline = Date.now() + this.leaderWaitMs
+    for (;;) {
+      if (this.role === 'leader') return (await this.proposeLocally(data)).result
+      const leader = this.leaderId
+      if (leader !== null) {
+        const response = await this.forward(leader, data)
+        // Serve the caller's next read from this node with its own write in it.
+        await this.afterApplied(response.index, Math.min(this.applyWaitMs, 5_000)).catch(() => undefined)
+        return response.result
+      }
+      await this.waitForLeader(deadline)
+    }
+  }
+
+  private async forward(leader: string, data: Uint8Array): Promise<ReplicaResponse> {
+    try {
+      return (await this.options.transport.request(leader, { kind: 'propose', data } satisfies ReplicaRequest, this.applyWaitMs)) as ReplicaResponse
+    } catch (error) {
+      if (error instanceof WardenError) throw error
+      if (error instanceof TransportError) {
+        if (error.delivered === 'no') throw new WardenError('no_leader', `the leader ${leader} could not be reached; the write was not applied, retry`, undefined, { cause: error })
+        throw new WardenError('outcome_unknown', `the leader ${leader} did not answer in time; the write may or may not have been applied`, undefined, { cause: error })
+      }
+      throw error
+    }
+  }
+
+  private proposeLocally(data: Uint8Array): Promise<ReplicaResponse> {
+    if (this.proposals.size >= WAITING_MAX) {
+      return Promise.reject(new WardenError('rate_limited', 'too many writes are waiting to commit; retry later'))
+    }
+    const proposed = this.core.propose([data])
+    if (!proposed.ok) {
+      const code = proposed.error === 'too_many_uncommitted' ? 'rate_limited' : 'no_leader'
+      return Promise.reject(new WardenError(code, `the write was not accepted: ${proposed.message}; it was not applied, retry`))
+    }
+    this.kick()
+    const index = proposed.index
+    return new Promise<ReplicaResponse>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.proposals.delete(index)
+        reject(new WardenError('outcome_unknown', 'the write was not committed in time; it may or may not be applied'))
+      }, this.applyWaitMs)
+      this.proposals.set(index, {
+        term: proposed.term,
+        resolve: (result) => resolve({ result, index }),
+        reject,
+        timer,
+      })
+    })
+  }
+
+  async readBarrier(mode: 'leader' | 'stale' | 'consistent'): Promise<void> {
+    if (mode === 'stale') return
+    this.checkRunning()
+    const deadline = Date.now() + this.leaderWaitMs
+    for (;;) {
+      if (mode === 'leader' && this.role === 'leader') {
+        const index = this.core.leaseRead()
+        if (index !== null) return this.afterApplied(index)
+      }
+      if (this.leaderId !== null) return this.readIndex()
+      await this.waitForLeader(deadline)
+    }
+  }
+
+  private readIndex(): Promise<void> {
+    if (this.reads.size >= WAITING_MAX) return Promise.reject(new WardenError('rate_limited', 'too many reads are waiting; retry later'))
+    const context = randomUUID()
+    const started = this.core.readIndex(context)
+    if (!started.ok) return Promise.reject(new WardenError('no_leader', `cannot confirm a read now: ${started.message}`))
+    this.kick()
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.reads.delete(context)
+        reject(new WardenError('no_leader', 'the leader did not confirm the read in time; retry'))
+      }, this.leaderWaitMs)
+      this.reads.set(context, {
+        resolve: () => {
+          clearTimeout(timer)
+          resolve()
+        },
+        reject: (error) => {
+          clearTimeout(timer)
+          reject(error)
+        },
+      })
+    })
+  }
+
+  /** Resolves once this node's state machine has applied `index`. */
+  private afterApplied(index: number, timeoutMs = this.applyWaitMs): Promise<void> {
+    if (this.options.state.lastApplied >= index) return Promise.resolve()
+    return new Promise<void>((resolve, reject) => {
+      const waiter = {
+        index,
+        resolve: () => {
+          clearTimeout(timer)
+          resolve()
+        },
+        reject: (error: WardenError) => {
+          clearTimeout(timer)
+          reject(error)
+        },
+      }
+      const timer = setTimeout(() => {
+        const position = this.appliedWaiters.indexOf(waiter)
+        if (position !== -1) this.appliedWaiters.splice(position, 1)
+        reject(new WardenError('no_leader', `this node has not caught up to index ${index} in time; retry`))
+      }, timeoutMs)
+      this.appliedWaiters.push(waiter)
+    })
+  }
+
+  private releaseApplied(): void {
+    const applied = this.options.state.lastApplied
+    for (let position = this.appliedWaiters.length - 1; position >= 0; position -= 1) {
+      const waiter = this.appliedWaiters[position]!
+      if (waiter.index <= applied) {
+        this.appliedWaiters.splice(position, 1)
+        waiter.resolve()
+      }
+    }
+  }
+
+  private waitForLeader(deadline: number): Promise<void> {
+    const remaining = deadline - Date.now()
+    if (remaining <= 0) return Promise.reject(new WardenError('no_leader', 'no cluster leader; the request was not applied, retry'))
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve: () => {
+          clearTimeout(timer)
+          resolve()
+        },
+        reject,
+      }
+      const timer = setTimeout(() => {
+        this.leaderWaiters.delete(waiter)
+        reject(new WardenError('no_leader', 'no cluster leader; the request was not applied, retry'))
+      }, remaining)
+      this.leaderWaiters.add(waiter)
+    })
+  }
+
+  private checkRunning(): void {
+    if (this.stopped) throw new WardenError('no_leader', 'this node is shutting down; retry on another node')
+    if (this.failed) throw new WardenError('no_leader', 'this node stopped after a storage failure; retry on another node')
+  }
+
+  leaderAddress(): string {
+    return this.leaderId === null ? '' : (this.members.get(this.leaderId) ?? '')
+  }
+
+  peerAddresses(): string[] {
+    const configuration = this.core.status().configuration
+    return configuration.voters.map((id) => this.members.get(id) ?? '').filter((address) => address !== '')
+  }
+
+  isLeader(): boolean {
+    return this.role === 'leader'
+  }
+
+  lastContactMs(): number {
+    if (this.role === 'leader') return 0
+    return this.lastLeaderContactAt === 0 ? 0 : Date.now() - this.lastLeaderContactAt
+  }
+
+  membership(): { index: number; servers: Array<{ id: string; address: string; voter: boolean }> } {
+    const status = this.core.status()
+    return {
+      index: status.configurationIndex,
+      servers: [
+        ...status.configuration.voters.map((id) => ({ id, address: this.members.get(id) ?? '', voter: true })),
+        ...status.configuration.learners.map((id) => ({ id, address: this.members.get(id) ?? '', voter: false })),
+      ],
+    }
+  }
+
+  async removeServer(which: { id?: string; address?: string }): Promise<void> {
+    const id = which.id ?? [...this.members].find(([, address]) => address === which.address)?.[0]
+    if (id === undefined || !this.membership().servers.some((server) => server.id === id)) {
+      throw new WardenError('invalid_input', `${which.id ?? which.address} is not a server of this cluster`, which.id !== undefined ? 'id' : 'address')
+    }
+    if (this.role !== 'leader') throw new WardenError('no_leader', 'membership changes go through the leader; send this to the leader')
+    const proposed = this.core.proposeConfChange({ type: 'removeServer', nodeId: id })
+    if (!proposed.ok) throw new WardenError('invalid_input', `cannot remove ${id}: ${proposed.message}`, 'id')
+    this.kick()
+    await this.afterApplied(proposed.index)
+  }
+
+  /** Raft status for operators and tests. */
+  status(): ReturnType<RaftCore['status']> {
+    return this.core.status()
+  }
+
+  /** Hands leadership to another voter before stopping (Thesis §3.10), so clients see no election timeout. */
+  async transferLeadershipBeforeStop(waitMs = 1_000): Promise<void> {
+    if (this.role !== 'leader' || this.members.size < 2) return
+    const status = this.core.status()
+    const progress = status.progress ?? {}
+    const target = Object.entries(progress)
+      .filter(([, p]) => !p.isLearner)
+      .sort(([, a], [, b]) => b.matchIndex - a.matchIndex)[0]?.[0]
+    if (target === undefined) return
+    this.core.transferLeadership(target)
+    this.kick()
+    const deadline = Date.now() + waitMs
+    while (this.role === 'leader' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+
+  private fail(error: unknown): void {
+    if (this.failed) return
+    this.failed = true
+    this.rejectAll(new WardenError('outcome_unknown', 'this node stopped after a storage failure'))
+    this.options.onFatal(error)
+  }
+
+  private rejectAll(error: WardenError): void {
+    for (const waiter of this.proposals.values()) {
+      clearTimeout(waiter.timer)
+      waiter.reject(error)
+    }
+    this.proposals.clear()
+    for (const waiter of this.reads.values()) waiter.reject(new WardenError('no_leader', error.message))
+    this.reads.clear()
+    for (const waiter of this.appliedWaiters.splice(0)) waiter.reject(new WardenError('no_leader', error.message))
+    for (const waiter of this.leaderWaiters) waiter.reject(new WardenError('no_leader', error.message))
+    this.leaderWaiters.clear()
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return
+    await this.transferLeadershipBeforeStop().catch(() => undefined)
+    this.stopped = true
+    if (this.ticker !== undefined) clearInterval(this.ticker)
+    // Writes still waiting may yet commit on the other nodes: their outcome is unknown to their callers.
+    this.rejectAll(new WardenError('outcome_unknown', 'this node is shutting down; the write may or may not have been applied'))
+    while (this.processing) await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
