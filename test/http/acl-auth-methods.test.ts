@@ -8,6 +8,7 @@
 import { expect } from 'chai'
 import { generateKeyPairSync } from 'node:crypto'
 import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
+import { expectError, listed, ok, secretWithRules, unique } from '../support/api.js'
 
 /** A self-signed P-256 CA certificate (valid until 2126), only ever parsed, never trusted. */
 const CA_CERT = `-----BEGIN CERTIFICATE-----
@@ -36,39 +37,12 @@ const oidcConfig = (): Record<string, unknown> => ({
   AllowedRedirectURIs: ['http://localhost:8550/oidc/callback'],
 })
 
-let counter = 0
-function unique(prefix: string): string {
-  counter += 1
-  return `${prefix}-${process.pid}-${counter}`
-}
-
-function expectError(response: ApiResponse, status: number, code: string, field?: string | RegExp): void {
-  expect(response.status, response.text).to.equal(status)
-  expect(response.body, response.text).to.be.an('object')
-  expect(response.body.Code, response.text).to.equal(code)
-  expect(response.body.Error, response.text).to.be.a('string').that.is.not.empty
-  if (field === undefined) return
-  const pattern = typeof field === 'string' ? new RegExp(`^${field.replace(/[.[\]]/g, '\\$&')}$`) : field
-  expect(response.body.Field, response.text).to.be.a('string').that.matches(pattern)
-  const leaf = String(response.body.Field).split(/[.[\]]/).filter((part: string) => part !== '' && !/^\d+$/.test(part)).pop() ?? ''
-  expect(response.body.Error, response.text).to.include(leaf)
-}
-
 describe('ACL auth methods', () => {
   let agent: AgentProcess
   let readToken: string
 
-  async function createMethod(body: Record<string, unknown>): Promise<any> {
-    const response = await agent.request('PUT', '/v1/acl/auth-method', { body })
-    expect(response.status, response.text).to.equal(200)
-    return response.body
-  }
-
-  async function methodNames(query = ''): Promise<string[]> {
-    const response = await agent.request('GET', `/v1/acl/auth-methods${query}`)
-    expect(response.status, response.text).to.equal(200)
-    return (response.body as Array<{ Name: string }>).map((method) => method.Name)
-  }
+  const createMethod = (body: Record<string, unknown>): Promise<any> => ok(agent, 'PUT', '/v1/acl/auth-method', body)
+  const methodNames = (query = ''): Promise<string[]> => listed(agent, `/v1/acl/auth-methods${query}`, 'Name')
 
   /** Creation must fail with a 400 naming `field`, and nothing may be written. */
   async function expectRejected(body: Record<string, unknown>, field: string | RegExp): Promise<ApiResponse> {
@@ -80,11 +54,7 @@ describe('ACL auth methods', () => {
 
   before(async () => {
     agent = await startAgent()
-    const reader = await agent.request('PUT', '/v1/acl/policy', { body: { Name: 'acl-reader', Rules: 'acl = "read"' } })
-    expect(reader.status, reader.text).to.equal(200)
-    const token = await agent.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: reader.body.ID }] } })
-    expect(token.status, token.text).to.equal(200)
-    readToken = token.body.SecretID
+    readToken = await secretWithRules(agent, 'acl = "read"', 'acl-reader')
   })
   after(async () => {
     await agent.stop()

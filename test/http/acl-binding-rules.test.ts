@@ -7,27 +7,7 @@
  */
 import { expect } from 'chai'
 import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-const MISSING_ID = '2f3e4d5c-6b7a-4988-a7b6-c5d4e3f2a1b0'
-
-let counter = 0
-function unique(prefix: string): string {
-  counter += 1
-  return `${prefix}-${process.pid}-${counter}`
-}
-
-function expectError(response: ApiResponse, status: number, code: string, field?: string | RegExp): void {
-  expect(response.status, response.text).to.equal(status)
-  expect(response.body, response.text).to.be.an('object')
-  expect(response.body.Code, response.text).to.equal(code)
-  expect(response.body.Error, response.text).to.be.a('string').that.is.not.empty
-  if (field === undefined) return
-  const pattern = typeof field === 'string' ? new RegExp(`^${field.replace(/[.[\]]/g, '\\$&')}$`) : field
-  expect(response.body.Field, response.text).to.be.a('string').that.matches(pattern)
-  const leaf = String(response.body.Field).split(/[.[\]]/).filter((part: string) => part !== '' && !/^\d+$/.test(part)).pop() ?? ''
-  expect(response.body.Error, response.text).to.include(leaf)
-}
+import { expectError, listed, MISSING_ID, ok, secretWithRules, unique, UUID } from '../support/api.js'
 
 describe('ACL binding rules', () => {
   let agent: AgentProcess
@@ -36,17 +16,8 @@ describe('ACL binding rules', () => {
   let jwtMethod: string
   let otherMethod: string
 
-  async function createRule(body: Record<string, unknown>): Promise<any> {
-    const response = await agent.request('PUT', '/v1/acl/binding-rule', { body })
-    expect(response.status, response.text).to.equal(200)
-    return response.body
-  }
-
-  async function ruleIds(query = ''): Promise<string[]> {
-    const response = await agent.request('GET', `/v1/acl/binding-rules${query}`)
-    expect(response.status, response.text).to.equal(200)
-    return (response.body as Array<{ ID: string }>).map((rule) => rule.ID)
-  }
+  const createRule = (body: Record<string, unknown>): Promise<any> => ok(agent, 'PUT', '/v1/acl/binding-rule', body)
+  const ruleIds = (query = ''): Promise<string[]> => listed(agent, `/v1/acl/binding-rules${query}`, 'ID')
 
   async function expectRejected(body: Record<string, unknown>, field: string | RegExp): Promise<ApiResponse> {
     const before = await ruleIds('?ns=*')
@@ -58,11 +29,7 @@ describe('ACL binding rules', () => {
 
   before(async () => {
     agent = await startAgent()
-    const reader = await agent.request('PUT', '/v1/acl/policy', { body: { Name: 'acl-reader', Rules: 'acl = "read"' } })
-    expect(reader.status, reader.text).to.equal(200)
-    const token = await agent.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: reader.body.ID }] } })
-    expect(token.status, token.text).to.equal(200)
-    readToken = token.body.SecretID
+    readToken = await secretWithRules(agent, 'acl = "read"', 'acl-reader')
     jwtMethod = unique('jwt')
     const created = await agent.request('PUT', '/v1/acl/auth-method', {
       body: {

@@ -9,25 +9,7 @@
 import { expect } from 'chai'
 import { performance } from 'node:perf_hooks'
 import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
-
-let counter = 0
-function unique(prefix: string): string {
-  counter += 1
-  return `${prefix}-${process.pid}-${counter}`
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
-
-function expectError(response: ApiResponse, status: number, code: string, field?: string): void {
-  expect(response.status, response.text).to.equal(status)
-  expect(response.body, response.text).to.be.an('object')
-  expect(response.body.Code, response.text).to.equal(code)
-  expect(response.body.Error, response.text).to.be.a('string').that.is.not.empty
-  if (field !== undefined) {
-    expect(response.body.Field, response.text).to.equal(field)
-    expect(response.body.Error, response.text).to.include(field)
-  }
-}
+import { expectError, ok, sleep, tokenWithRules, unique } from '../support/api.js'
 
 function indexOf(response: ApiResponse): number {
   const header = response.headers.get('X-Service-Index')
@@ -51,21 +33,14 @@ describe('ACL read headers, consistency and blocking queries', () => {
   let readPolicy: any
   let readToken: any
 
-  async function createPolicy(name = unique('p')): Promise<any> {
-    const response = await agent.request('PUT', '/v1/acl/policy', { body: { Name: name } })
-    expect(response.status, response.text).to.equal(200)
-    return response.body
-  }
+  const createPolicy = (name = unique('p')): Promise<any> => ok(agent, 'PUT', '/v1/acl/policy', { Name: name })
 
   before(async () => {
     agent = await startAgent()
     // Nothing is written to the auth-method or binding-rule tables here: one test reads them empty.
-    const reader = await agent.request('PUT', '/v1/acl/policy', { body: { Name: 'acl-reader', Rules: 'acl = "read"' } })
-    expect(reader.status, reader.text).to.equal(200)
-    readPolicy = reader.body
-    const token = await agent.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: readPolicy.ID }] } })
-    expect(token.status, token.text).to.equal(200)
-    readToken = token.body
+    const reader = await tokenWithRules(agent, 'acl = "read"', 'acl-reader')
+    readPolicy = reader.policy
+    readToken = reader.token
   })
   after(async () => {
     await agent.stop()

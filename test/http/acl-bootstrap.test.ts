@@ -8,17 +8,8 @@ import { expect } from 'chai'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-const GLOBAL_MANAGEMENT_ID = '00000000-0000-0000-0000-000000000001'
-
-function expectError(response: ApiResponse, status: number, code: string): void {
-  expect(response.status, response.text).to.equal(status)
-  expect(response.body, response.text).to.be.an('object')
-  expect(response.body.Code, response.text).to.equal(code)
-  expect(response.body.Error, response.text).to.be.a('string').that.is.not.empty
-}
+import { startAgent, type AgentProcess } from '../support/agent.js'
+import { ANONYMOUS_ID, expectError, GLOBAL_MANAGEMENT_ID, UUID } from '../support/api.js'
 
 describe('ACL bootstrap', () => {
   describe('on an agent without --dev and without an initial management token', () => {
@@ -65,7 +56,7 @@ describe('ACL bootstrap', () => {
       expect(tokens.status, tokens.text).to.equal(200)
       const list = tokens.body as Array<{ AccessorID: string; SecretID: string }>
       expect(list.find((token) => token.AccessorID === bootstrapped.AccessorID)?.SecretID).to.equal(secret)
-      expect(list.map((token) => token.AccessorID)).to.include('00000000-0000-0000-0000-000000000002')
+      expect(list.map((token) => token.AccessorID)).to.include(ANONYMOUS_ID)
       const self = await agent.request('GET', '/v1/acl/token/self', { token: secret })
       expect(self.body.AccessorID).to.equal(bootstrapped.AccessorID)
     })

@@ -7,14 +7,7 @@
  */
 import { expect } from 'chai'
 import { startAgent, type AgentProcess } from '../support/agent.js'
-
-async function tokenWithRules(agent: AgentProcess, name: string, rules: string): Promise<{ secret: string; accessor: string; policyId: string }> {
-  const policy = await agent.request('PUT', '/v1/acl/policy', { body: { Name: name, Rules: rules } })
-  expect(policy.status, policy.text).to.equal(200)
-  const token = await agent.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: policy.body.ID }] } })
-  expect(token.status, token.text).to.equal(200)
-  return { secret: token.body.SecretID, accessor: token.body.AccessorID, policyId: policy.body.ID }
-}
+import { ANONYMOUS_ID, GLOBAL_MANAGEMENT_ID, tokenWithRules } from '../support/api.js'
 
 describe('ACL enforcement on the ACL endpoints', () => {
   let agent: AgentProcess
@@ -25,9 +18,9 @@ describe('ACL enforcement on the ACL endpoints', () => {
 
   before(async () => {
     agent = await startAgent()
-    reader = await tokenWithRules(agent, 'reader', 'acl = "read"')
-    writer = await tokenWithRules(agent, 'writer', 'acl = "write"')
-    nobody = await tokenWithRules(agent, 'nobody', 'service "web" { policy = "read" }')
+    reader = await tokenWithRules(agent, 'acl = "read"', 'reader')
+    writer = await tokenWithRules(agent, 'acl = "write"', 'writer')
+    nobody = await tokenWithRules(agent, 'service "web" { policy = "read" }', 'nobody')
     const role = await agent.request('PUT', '/v1/acl/role', { body: { Name: 'fixture-role' } })
     const token = await agent.request('PUT', '/v1/acl/token', { body: { Description: 'fixture' } })
     await agent.request('PUT', '/v1/acl/auth-method', {
@@ -138,10 +131,10 @@ describe('ACL enforcement on the ACL endpoints', () => {
   })
 
   it('refuses a request right after the policy that allowed it was edited (the authorizer cache is dropped)', async () => {
-    const changing = await tokenWithRules(agent, 'changing', 'acl = "write"')
+    const changing = await tokenWithRules(agent, 'acl = "write"', 'changing')
     const before = await agent.request('PUT', '/v1/acl/policy', { token: changing.secret, body: { Name: 'made-before-edit' } })
     expect(before.status).to.equal(200)
-    const edit = await agent.request('PUT', `/v1/acl/policy/${changing.policyId}`, { body: { Name: 'changing', Rules: 'acl = "read"' } })
+    const edit = await agent.request('PUT', `/v1/acl/policy/${changing.policy.ID}`, { body: { Name: 'changing', Rules: 'acl = "read"' } })
     expect(edit.status).to.equal(200)
     const after = await agent.request('PUT', '/v1/acl/policy', { token: changing.secret, body: { Name: 'made-after-edit' } })
     expect(after.status).to.equal(403)
@@ -174,13 +167,13 @@ describe('ACL enforcement on the ACL endpoints', () => {
 
   it('gives the anonymous token what its policies grant', async () => {
     const policy = await agent.request('PUT', '/v1/acl/policy', { body: { Name: 'anonymous-read', Rules: 'acl = "read"' } })
-    const anonymous = await agent.request('GET', '/v1/acl/token/00000000-0000-0000-0000-000000000002')
-    await agent.request('PUT', '/v1/acl/token/00000000-0000-0000-0000-000000000002', {
+    const anonymous = await agent.request('GET', `/v1/acl/token/${ANONYMOUS_ID}`)
+    await agent.request('PUT', `/v1/acl/token/${ANONYMOUS_ID}`, {
       body: { ...anonymous.body, Policies: [{ ID: policy.body.ID }] },
     })
     const response = await agent.request('GET', '/v1/acl/policies', { token: null })
     expect(response.status).to.equal(200)
-    await agent.request('PUT', '/v1/acl/token/00000000-0000-0000-0000-000000000002', { body: { ...anonymous.body, Policies: [] } })
+    await agent.request('PUT', `/v1/acl/token/${ANONYMOUS_ID}`, { body: { ...anonymous.body, Policies: [] } })
     expect((await agent.request('GET', '/v1/acl/policies', { token: null })).status).to.equal(403)
   })
 
@@ -254,7 +247,7 @@ describe('ACL bootstrap on an agent started without a management token', () => {
     const first = await agent.request('PUT', '/v1/acl/bootstrap', { token: null })
     expect(first.status, first.text).to.equal(200)
     expect(first.body.SecretID).to.match(/^[0-9a-f-]{36}$/)
-    expect(first.body.Policies).to.deep.equal([{ ID: '00000000-0000-0000-0000-000000000001', Name: 'global-management' }])
+    expect(first.body.Policies).to.deep.equal([{ ID: GLOBAL_MANAGEMENT_ID, Name: 'global-management' }])
     const usable = await agent.request('PUT', '/v1/acl/policy', { token: first.body.SecretID, body: { Name: 'after-bootstrap' } })
     expect(usable.status).to.equal(200)
     const second = await agent.request('PUT', '/v1/acl/bootstrap', { token: null })

@@ -5,45 +5,15 @@
  * every error (Error, Code, Field) for bad bodies, bad UUIDs and oversized bodies, with nothing written on error.
  */
 import { expect } from 'chai'
-import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-const GLOBAL_MANAGEMENT_ID = '00000000-0000-0000-0000-000000000001'
-
-let counter = 0
-function unique(prefix: string): string {
-  counter += 1
-  return `${prefix}-${process.pid}-${counter}`
-}
-
-/** The one error shape: status, Code, a message; when a field is at fault, Field names it and so does the message. */
-function expectError(response: ApiResponse, status: number, code: string, field?: string | RegExp): void {
-  expect(response.status, response.text).to.equal(status)
-  expect(response.body, response.text).to.be.an('object')
-  expect(response.body.Code, response.text).to.equal(code)
-  expect(response.body.Error, response.text).to.be.a('string').that.is.not.empty
-  if (field === undefined) return
-  const pattern = typeof field === 'string' ? new RegExp(`^${field.replace(/[.[\]]/g, '\\$&')}$`) : field
-  expect(response.body.Field, response.text).to.be.a('string').that.matches(pattern)
-  const leaf = String(response.body.Field).split(/[.[\]]/).filter((part: string) => part !== '' && !/^\d+$/.test(part)).pop() ?? ''
-  expect(response.body.Error, response.text).to.include(leaf)
-}
+import { startAgent, type AgentProcess } from '../support/agent.js'
+import { expectError, GLOBAL_MANAGEMENT_ID, listed, ok, unique, UUID } from '../support/api.js'
 
 describe('ACL policies', () => {
   let agent: AgentProcess
   let readToken: string
 
-  async function createPolicy(body: Record<string, unknown>, path = '/v1/acl/policy'): Promise<any> {
-    const response = await agent.request('PUT', path, { body })
-    expect(response.status, response.text).to.equal(200)
-    return response.body
-  }
-
-  async function policyNames(query = ''): Promise<string[]> {
-    const response = await agent.request('GET', `/v1/acl/policies${query}`)
-    expect(response.status, response.text).to.equal(200)
-    return (response.body as Array<{ Name: string }>).map((policy) => policy.Name)
-  }
+  const createPolicy = (body: Record<string, unknown>, path = '/v1/acl/policy'): Promise<any> => ok(agent, 'PUT', path, body)
+  const policyNames = (query = ''): Promise<string[]> => listed(agent, `/v1/acl/policies${query}`, 'Name')
 
   before(async () => {
     agent = await startAgent()

@@ -5,28 +5,8 @@
  * rules and uniqueness per namespace, and the rule that renaming a policy keeps roles linked to it.
  */
 import { expect } from 'chai'
-import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-const MISSING_ID = '7e6d5c4b-3a29-4817-a6f5-e4d3c2b1a090'
-
-let counter = 0
-function unique(prefix: string): string {
-  counter += 1
-  return `${prefix}-${process.pid}-${counter}`
-}
-
-function expectError(response: ApiResponse, status: number, code: string, field?: string | RegExp): void {
-  expect(response.status, response.text).to.equal(status)
-  expect(response.body, response.text).to.be.an('object')
-  expect(response.body.Code, response.text).to.equal(code)
-  expect(response.body.Error, response.text).to.be.a('string').that.is.not.empty
-  if (field === undefined) return
-  const pattern = typeof field === 'string' ? new RegExp(`^${field.replace(/[.[\]]/g, '\\$&')}$`) : field
-  expect(response.body.Field, response.text).to.be.a('string').that.matches(pattern)
-  const leaf = String(response.body.Field).split(/[.[\]]/).filter((part: string) => part !== '' && !/^\d+$/.test(part)).pop() ?? ''
-  expect(response.body.Error, response.text).to.include(leaf)
-}
+import { startAgent, type AgentProcess } from '../support/agent.js'
+import { expectError, listed, MISSING_ID, ok, secretWithRules, unique, UUID } from '../support/api.js'
 
 describe('ACL roles', () => {
   let agent: AgentProcess
@@ -34,25 +14,12 @@ describe('ACL roles', () => {
   let policy: any
   let otherPolicy: any
 
-  async function createRole(body: Record<string, unknown>): Promise<any> {
-    const response = await agent.request('PUT', '/v1/acl/role', { body })
-    expect(response.status, response.text).to.equal(200)
-    return response.body
-  }
-
-  async function roleNames(query = ''): Promise<string[]> {
-    const response = await agent.request('GET', `/v1/acl/roles${query}`)
-    expect(response.status, response.text).to.equal(200)
-    return (response.body as Array<{ Name: string }>).map((role) => role.Name)
-  }
+  const createRole = (body: Record<string, unknown>): Promise<any> => ok(agent, 'PUT', '/v1/acl/role', body)
+  const roleNames = (query = ''): Promise<string[]> => listed(agent, `/v1/acl/roles${query}`, 'Name')
 
   before(async () => {
     agent = await startAgent()
-    const reader = await agent.request('PUT', '/v1/acl/policy', { body: { Name: 'acl-reader', Rules: 'acl = "read"' } })
-    expect(reader.status, reader.text).to.equal(200)
-    const token = await agent.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: reader.body.ID }] } })
-    expect(token.status, token.text).to.equal(200)
-    readToken = token.body.SecretID
+    readToken = await secretWithRules(agent, 'acl = "read"', 'acl-reader')
     policy = (await agent.request('PUT', '/v1/acl/policy', { body: { Name: 'role-test-policy', Rules: 'service_prefix "" { policy = "read" }' } })).body
     otherPolicy = (await agent.request('PUT', '/v1/acl/policy', { body: { Name: 'role-test-other' } })).body
     expect(policy.ID).to.match(UUID)

@@ -6,23 +6,12 @@
  * `synthetic-policy-` followed by that ID, with indexes 0. Reading needs acl:read.
  */
 import { expect } from 'chai'
-import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
+import { startAgent, type AgentProcess } from '../support/agent.js'
+import { expectError, secretWithRules } from '../support/api.js'
 
 const BUILTINS = ['builtin/dns', 'builtin/node', 'builtin/scheduler-server', 'builtin/service', 'builtin/workload-identity']
 const WITH_NAME = ['builtin/node', 'builtin/service', 'builtin/workload-identity']
 const WITHOUT_VARIABLES = ['builtin/dns', 'builtin/scheduler-server']
-
-function expectError(response: ApiResponse, status: number, code: string, field?: string | RegExp): void {
-  expect(response.status, response.text).to.equal(status)
-  expect(response.body, response.text).to.be.an('object')
-  expect(response.body.Code, response.text).to.equal(code)
-  expect(response.body.Error, response.text).to.be.a('string').that.is.not.empty
-  if (field === undefined) return
-  const pattern = typeof field === 'string' ? new RegExp(`^${field.replace(/[.[\]]/g, '\\$&')}$`) : field
-  expect(response.body.Field, response.text).to.be.a('string').that.matches(pattern)
-  const leaf = String(response.body.Field).split(/[.[\]]/).filter((part: string) => part !== '' && !/^\d+$/.test(part)).pop() ?? ''
-  expect(response.body.Error, response.text).to.include(leaf)
-}
 
 describe('ACL templated policies', () => {
   let agent: AgentProcess
@@ -30,11 +19,7 @@ describe('ACL templated policies', () => {
 
   before(async () => {
     agent = await startAgent()
-    const reader = await agent.request('PUT', '/v1/acl/policy', { body: { Name: 'acl-reader', Rules: 'acl = "read"' } })
-    expect(reader.status, reader.text).to.equal(200)
-    const token = await agent.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: reader.body.ID }] } })
-    expect(token.status, token.text).to.equal(200)
-    readToken = token.body.SecretID
+    readToken = await secretWithRules(agent, 'acl = "read"', 'acl-reader')
   })
   after(async () => {
     await agent.stop()

@@ -10,32 +10,8 @@ import { expect } from 'chai'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-const GLOBAL_MANAGEMENT_ID = '00000000-0000-0000-0000-000000000001'
-const ANONYMOUS_ID = '00000000-0000-0000-0000-000000000002'
-const MISSING_ID = '5d7c1f4e-9b2a-4c3d-8e6f-0a1b2c3d4e5f'
-
-let counter = 0
-function unique(prefix: string): string {
-  counter += 1
-  return `${prefix}-${process.pid}-${counter}`
-}
-
-function expectError(response: ApiResponse, status: number, code: string, field?: string | RegExp): void {
-  expect(response.status, response.text).to.equal(status)
-  expect(response.body, response.text).to.be.an('object')
-  expect(response.body.Code, response.text).to.equal(code)
-  expect(response.body.Error, response.text).to.be.a('string').that.is.not.empty
-  if (field === undefined) return
-  const pattern = typeof field === 'string' ? new RegExp(`^${field.replace(/[.[\]]/g, '\\$&')}$`) : field
-  expect(response.body.Field, response.text).to.be.a('string').that.matches(pattern)
-  const leaf = String(response.body.Field).split(/[.[\]]/).filter((part: string) => part !== '' && !/^\d+$/.test(part)).pop() ?? ''
-  expect(response.body.Error, response.text).to.include(leaf)
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+import { startAgent, type AgentProcess } from '../support/agent.js'
+import { ANONYMOUS_ID, expectError, GLOBAL_MANAGEMENT_ID, listed, MISSING_ID, ok, sleep, unique, UUID } from '../support/api.js'
 
 describe('ACL tokens', () => {
   let agent: AgentProcess
@@ -45,17 +21,8 @@ describe('ACL tokens', () => {
   let policy: any
   let role: any
 
-  async function create(body: Record<string, unknown>): Promise<any> {
-    const response = await agent.request('PUT', '/v1/acl/token', { body })
-    expect(response.status, response.text).to.equal(200)
-    return response.body
-  }
-
-  async function accessorIds(query = ''): Promise<string[]> {
-    const response = await agent.request('GET', `/v1/acl/tokens${query}`)
-    expect(response.status, response.text).to.equal(200)
-    return (response.body as Array<{ AccessorID: string }>).map((token) => token.AccessorID)
-  }
+  const create = (body: Record<string, unknown>): Promise<any> => ok(agent, 'PUT', '/v1/acl/token', body)
+  const accessorIds = (query = ''): Promise<string[]> => listed(agent, `/v1/acl/tokens${query}`, 'AccessorID')
 
   async function tokenCount(): Promise<number> {
     return (await accessorIds('?ns=*')).length

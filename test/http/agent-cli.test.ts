@@ -12,8 +12,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { CLI, startAgent, type AgentProcess } from '../support/agent.js'
+import { GLOBAL_MANAGEMENT_ID } from '../support/api.js'
 
-const GLOBAL_MANAGEMENT = { ID: '00000000-0000-0000-0000-000000000001', Name: 'global-management' }
+const GLOBAL_MANAGEMENT = { ID: GLOBAL_MANAGEMENT_ID, Name: 'global-management' }
 
 interface Exit {
   code: number | null

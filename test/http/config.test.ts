@@ -9,6 +9,7 @@
  */
 import { expect } from 'chai'
 import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
+import { expectErrorShape, secretWithRules, sleep, unique } from '../support/api.js'
 
 const KINDS = [
   'api-gateway',
@@ -28,19 +29,6 @@ const KINDS = [
   'tcp-route',
   'terminating-gateway',
 ]
-
-let counter = 0
-function unique(prefix: string): string {
-  counter += 1
-  return `${prefix}-${counter}`
-}
-
-function expectError(response: ApiResponse, status: number, code: string, field?: string): void {
-  expect(response.status, response.text).to.equal(status)
-  expect(response.body?.Code, response.text).to.equal(code)
-  expect(response.body?.Error, response.text).to.be.a('string').that.is.not.empty
-  if (field !== undefined) expect(response.body.Field, response.text).to.equal(field)
-}
 
 describe('config entries', () => {
   let agent: AgentProcess
@@ -68,15 +56,6 @@ describe('config entries', () => {
 
   async function list(kind: string, query = '', token?: string): Promise<ApiResponse> {
     return agent.request('GET', `/v1/config/${kind}${query}`, token === undefined ? {} : { token })
-  }
-
-  /** A token whose only policy has these rules. */
-  async function tokenWithRules(rules: string): Promise<string> {
-    const policy = await agent.request('PUT', '/v1/acl/policy', { body: { Name: unique('config-test'), Rules: rules } })
-    expect(policy.status, policy.text).to.equal(200)
-    const token = await agent.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: policy.body.ID }] } })
-    expect(token.status, token.text).to.equal(200)
-    return token.body.SecretID as string
   }
 
   describe('apply and get', () => {
@@ -137,16 +116,16 @@ describe('config entries', () => {
 
     it('answers 404 in the error shape for a missing entry', async () => {
       const response = await get('service-defaults', 'never-written')
-      expectError(response, 404, 'not_found')
+      expectErrorShape(response, 404, 'not_found')
       expect(response.body.Error).to.include('never-written')
     })
 
     it('refuses bound-api-gateway writes and deletes with a 403 that says the kind is not writable', async () => {
       const write = await put({ Kind: 'bound-api-gateway', Name: 'gw' })
-      expectError(write, 403, 'permission_denied')
+      expectErrorShape(write, 403, 'permission_denied')
       expect(write.body.Error).to.include('not writable')
       const remove = await agent.request('DELETE', '/v1/config/bound-api-gateway/gw')
-      expectError(remove, 403, 'permission_denied')
+      expectErrorShape(remove, 403, 'permission_denied')
       const listed = await list('bound-api-gateway')
       expect(listed.status).to.equal(200)
       expect(listed.body).to.deep.equal([])
@@ -154,20 +133,20 @@ describe('config entries', () => {
 
     it('answers an unknown kind with a 400 that names the allowed kinds, on apply, get, list and delete', async () => {
       const write = await put({ Kind: 'service-default', Name: 'web' })
-      expectError(write, 400, 'invalid_input', 'Kind')
+      expectErrorShape(write, 400, 'invalid_input', 'Kind')
       for (const kind of KINDS) expect(write.body.Error).to.include(kind)
-      expectError(await get('nope', 'web'), 400, 'invalid_input', 'kind')
-      expectError(await list('nope'), 400, 'invalid_input', 'kind')
-      expectError(await agent.request('DELETE', '/v1/config/nope/web'), 400, 'invalid_input', 'kind')
+      expectErrorShape(await get('nope', 'web'), 400, 'invalid_input', 'kind')
+      expectErrorShape(await list('nope'), 400, 'invalid_input', 'kind')
+      expectErrorShape(await agent.request('DELETE', '/v1/config/nope/web'), 400, 'invalid_input', 'kind')
     })
 
     it('requires Kind and Name, and a JSON object body', async () => {
-      expectError(await put({ Name: 'web' }), 400, 'invalid_input', 'Kind')
-      expectError(await put({ Kind: 5, Name: 'web' }), 400, 'invalid_input', 'Kind')
-      expectError(await put({ Kind: 'service-defaults' }), 400, 'invalid_input', 'Name')
-      expectError(await put({ Kind: 'service-defaults', Name: 7 }), 400, 'invalid_input', 'Name')
-      expectError(await agent.request('PUT', '/v1/config', { raw: '[1]', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_input', 'body')
-      expectError(await agent.request('PUT', '/v1/config', { raw: '{"Kind":', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_input', 'body')
+      expectErrorShape(await put({ Name: 'web' }), 400, 'invalid_input', 'Kind')
+      expectErrorShape(await put({ Kind: 5, Name: 'web' }), 400, 'invalid_input', 'Kind')
+      expectErrorShape(await put({ Kind: 'service-defaults' }), 400, 'invalid_input', 'Name')
+      expectErrorShape(await put({ Kind: 'service-defaults', Name: 7 }), 400, 'invalid_input', 'Name')
+      expectErrorShape(await agent.request('PUT', '/v1/config', { raw: '[1]', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_input', 'body')
+      expectErrorShape(await agent.request('PUT', '/v1/config', { raw: '{"Kind":', headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_input', 'body')
     })
   })
 
@@ -177,27 +156,27 @@ describe('config entries', () => {
       expect((await get('proxy-defaults', 'global')).body).to.deep.include({ Name: 'global', Config: { k: 1 } })
       await applied({ Kind: 'proxy-defaults', Name: 'global' })
       const other = await put({ Kind: 'proxy-defaults', Name: 'web' })
-      expectError(other, 400, 'invalid_input', 'Name')
+      expectErrorShape(other, 400, 'invalid_input', 'Name')
       expect(other.body.Error).to.include('global')
     })
 
     it('mesh: only mesh', async () => {
       await applied({ Kind: 'mesh', Name: 'mesh' })
       await applied({ Kind: 'mesh' })
-      expectError(await put({ Kind: 'mesh', Name: 'other' }), 400, 'invalid_input', 'Name')
+      expectErrorShape(await put({ Kind: 'mesh', Name: 'other' }), 400, 'invalid_input', 'Name')
     })
 
     it('service-intentions may be named *; service-defaults may not', async () => {
       await applied({ Kind: 'service-intentions', Name: '*', Sources: [{ Name: 'web', Action: 'allow' }] })
       expect((await get('service-intentions', '*')).body).to.include({ Name: '*' })
       const wildcard = await put({ Kind: 'service-defaults', Name: '*' })
-      expectError(wildcard, 400, 'invalid_input', 'Name')
+      expectErrorShape(wildcard, 400, 'invalid_input', 'Name')
       expect(wildcard.body.Error).to.include('wildcard')
     })
 
     it('other kinds take service names only', async () => {
       for (const name of ['Web', 'web!', '-web', 'web-', 'a'.repeat(257), 'a/b']) {
-        expectError(await put({ Kind: 'service-resolver', Name: name }), 400, 'invalid_input', 'Name')
+        expectErrorShape(await put({ Kind: 'service-resolver', Name: name }), 400, 'invalid_input', 'Name')
       }
       await applied({ Kind: 'service-resolver', Name: 'a'.repeat(256) })
       await applied({ Kind: 'ingress-gateway', Name: 'in_gress-1' })
@@ -212,10 +191,10 @@ describe('config entries', () => {
       await applied({ Kind: 'service-defaults', Name: name, protocol: 'Grpc' })
       expect((await get('service-defaults', name)).body.Protocol).to.equal('grpc')
       const bad = await put({ Kind: 'service-defaults', Name: name, Protocol: 'udp' })
-      expectError(bad, 400, 'invalid_input', 'Protocol')
+      expectErrorShape(bad, 400, 'invalid_input', 'Protocol')
       expect(bad.body.Error).to.include('tcp, http, http2, grpc')
-      expectError(await put({ Kind: 'proxy-defaults', Protocol: 'quic' }), 400, 'invalid_input', 'Protocol')
-      expectError(await put({ Kind: 'service-defaults', Name: name, Protocol: 1 }), 400, 'invalid_input', 'Protocol')
+      expectErrorShape(await put({ Kind: 'proxy-defaults', Protocol: 'quic' }), 400, 'invalid_input', 'Protocol')
+      expectErrorShape(await put({ Kind: 'service-defaults', Name: name, Protocol: 1 }), 400, 'invalid_input', 'Protocol')
       // Other kinds do not interpret Protocol: it is stored as given.
       await applied({ Kind: 'service-router', Name: name, Protocol: 'UDP' })
       expect((await get('service-router', name)).body.Protocol).to.equal('UDP')
@@ -225,7 +204,7 @@ describe('config entries', () => {
       let deep: unknown = 'leaf'
       for (let level = 0; level < 40; level += 1) deep = { d: deep }
       const response = await put({ Kind: 'service-defaults', Name: unique('deep'), Deep: deep })
-      expectError(response, 400, 'invalid_input')
+      expectErrorShape(response, 400, 'invalid_input')
       expect(response.body.Field).to.match(/^Deep(\.d)+$/)
       let fine: unknown = 'leaf'
       for (let level = 0; level < 20; level += 1) fine = { d: fine }
@@ -234,30 +213,30 @@ describe('config entries', () => {
 
     it('bounds the size of an entry', async () => {
       const response = await put({ Kind: 'service-defaults', Name: unique('big'), Blob: 'x'.repeat(300 * 1024) })
-      expectError(response, 400, 'invalid_input', 'body')
+      expectErrorShape(response, 400, 'invalid_input', 'body')
       expect(response.body.Error).to.include('262144')
     })
 
     it('refuses a __proto__ field', async () => {
       const raw = `{"Kind":"service-defaults","Name":"${unique('proto-key')}","Meta":{"__proto__":{"x":1}}}`
-      expectError(await agent.request('PUT', '/v1/config', { raw, headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_input', 'Meta.__proto__')
+      expectErrorShape(await agent.request('PUT', '/v1/config', { raw, headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_input', 'Meta.__proto__')
     })
 
     it('accepts dc naming this datacenter or empty, and refuses any other with "no path to datacenter"', async () => {
       await applied({ Kind: 'service-defaults', Name: unique('dc') }, '?dc=dc1')
       await applied({ Kind: 'service-defaults', Name: unique('dc') }, '?dc=')
       const other = await put({ Kind: 'service-defaults', Name: unique('dc') }, '?dc=dc2')
-      expectError(other, 400, 'invalid_input', 'dc')
+      expectErrorShape(other, 400, 'invalid_input', 'dc')
       expect(other.body.Error).to.include('no path to datacenter')
-      expectError(await get('service-defaults', 'web', '?dc=dc2'), 400, 'invalid_input', 'dc')
-      expectError(await list('service-defaults', '?dc=dc2'), 400, 'invalid_input', 'dc')
-      expectError(await agent.request('DELETE', '/v1/config/service-defaults/web?dc=dc2'), 400, 'invalid_input', 'dc')
+      expectErrorShape(await get('service-defaults', 'web', '?dc=dc2'), 400, 'invalid_input', 'dc')
+      expectErrorShape(await list('service-defaults', '?dc=dc2'), 400, 'invalid_input', 'dc')
+      expectErrorShape(await agent.request('DELETE', '/v1/config/service-defaults/web?dc=dc2'), 400, 'invalid_input', 'dc')
     })
 
     it('refuses a cas that is not a non-negative integer', async () => {
-      expectError(await put({ Kind: 'service-defaults', Name: 'web' }, '?cas=abc'), 400, 'invalid_input', 'cas')
-      expectError(await put({ Kind: 'service-defaults', Name: 'web' }, '?cas=-1'), 400, 'invalid_input', 'cas')
-      expectError(await agent.request('DELETE', '/v1/config/service-defaults/web?cas=1.5'), 400, 'invalid_input', 'cas')
+      expectErrorShape(await put({ Kind: 'service-defaults', Name: 'web' }, '?cas=abc'), 400, 'invalid_input', 'cas')
+      expectErrorShape(await put({ Kind: 'service-defaults', Name: 'web' }, '?cas=-1'), 400, 'invalid_input', 'cas')
+      expectErrorShape(await agent.request('DELETE', '/v1/config/service-defaults/web?cas=1.5'), 400, 'invalid_input', 'cas')
     })
   })
 
@@ -353,7 +332,7 @@ describe('config entries', () => {
 
     it('answers a bad filter with a 400 naming filter and saying where', async () => {
       const response = await list(kind, `?filter=${encodeURIComponent('Meta.team ==')}`)
-      expectError(response, 400, 'invalid_input', 'filter')
+      expectErrorShape(response, 400, 'invalid_input', 'filter')
       expect(response.body.Error).to.match(/line 1, column \d+/)
       const multiline = await list(kind, `?filter=${encodeURIComponent('Weight == 1 and\n(Name ==')}`)
       expect(multiline.body.Error).to.match(/line 2, column \d+/)
@@ -385,7 +364,7 @@ describe('config entries', () => {
       const index = Number(first.headers.get('x-service-index'))
       const started = Date.now()
       const waiting = get('service-defaults', name, `?index=${index}&wait=5s`)
-      await new Promise((resolve) => setTimeout(resolve, 200))
+      await sleep(200)
       await applied({ Kind: 'service-defaults', Name: name, Protocol: 'grpc' })
       const woken = await waiting
       expect(woken.body.Protocol).to.equal('grpc')
@@ -397,7 +376,7 @@ describe('config entries', () => {
       const first = await list('service-splitter')
       const index = Number(first.headers.get('x-service-index'))
       const waiting = list('service-splitter', `?index=${index}&wait=5s`)
-      await new Promise((resolve) => setTimeout(resolve, 200))
+      await sleep(200)
       const name = unique('block-list')
       await applied({ Kind: 'service-splitter', Name: name })
       const woken = await waiting
@@ -409,29 +388,29 @@ describe('config entries', () => {
       expect(consistent.status).to.equal(200)
       expect(consistent.headers.get('x-service-effective-consistency')).to.equal('consistent')
       expect((await list('service-defaults', '?stale')).headers.get('x-service-effective-consistency')).to.equal('stale')
-      expectError(await list('service-defaults', '?stale&consistent'), 400, 'invalid_input')
+      expectErrorShape(await list('service-defaults', '?stale&consistent'), 400, 'invalid_input')
     })
   })
 
   describe('permissions', () => {
     it('service-defaults: service:write on the entry name to write, service:read to get', async () => {
-      const token = await tokenWithRules('service "perm-web" { policy = "write" }')
+      const token = await secretWithRules(agent, 'service "perm-web" { policy = "write" }')
       expect((await put({ Kind: 'service-defaults', Name: 'perm-web' }, '', token)).body).to.equal(true)
       const denied = await put({ Kind: 'service-defaults', Name: 'perm-api' }, '', token)
-      expectError(denied, 403, 'permission_denied')
+      expectErrorShape(denied, 403, 'permission_denied')
       expect(denied.body.Error).to.include('service:write on "perm-api"')
       expect((await get('service-defaults', 'perm-web', '', token)).status).to.equal(200)
       await applied({ Kind: 'service-defaults', Name: 'perm-api' })
       const readDenied = await get('service-defaults', 'perm-api', '', token)
-      expectError(readDenied, 403, 'permission_denied')
+      expectErrorShape(readDenied, 403, 'permission_denied')
       expect(readDenied.body.Error).to.include('service:read on "perm-api"')
-      expectError(await agent.request('DELETE', '/v1/config/service-defaults/perm-api', { token }), 403, 'permission_denied')
+      expectErrorShape(await agent.request('DELETE', '/v1/config/service-defaults/perm-api', { token }), 403, 'permission_denied')
     })
 
     it('lists only what the caller may read, with X-Service-Results-Filtered-By-ACLs: true', async () => {
       await applied({ Kind: 'service-router', Name: 'acl-visible' })
       await applied({ Kind: 'service-router', Name: 'acl-hidden' })
-      const token = await tokenWithRules('service "acl-visible" { policy = "read" }')
+      const token = await secretWithRules(agent, 'service "acl-visible" { policy = "read" }')
       const response = await list('service-router', '', token)
       expect(response.status).to.equal(200)
       expect(response.body.map((entry: { Name: string }) => entry.Name)).to.deep.equal(['acl-visible'])
@@ -441,13 +420,13 @@ describe('config entries', () => {
     })
 
     it('mesh-scoped kinds: mesh:write or operator:write; the refusal names mesh:write', async () => {
-      const none = await tokenWithRules('service_prefix "" { policy = "write" }')
+      const none = await secretWithRules(agent, 'service_prefix "" { policy = "write" }')
       const denied = await put({ Kind: 'http-route', Name: unique('route') }, '', none)
-      expectError(denied, 403, 'permission_denied')
+      expectErrorShape(denied, 403, 'permission_denied')
       expect(denied.body.Error).to.include('mesh:write')
-      const operator = await tokenWithRules('operator = "write"')
+      const operator = await secretWithRules(agent, 'operator = "write"')
       expect((await put({ Kind: 'http-route', Name: unique('route') }, '', operator)).body).to.equal(true)
-      const mesh = await tokenWithRules('mesh = "write"')
+      const mesh = await secretWithRules(agent, 'mesh = "write"')
       expect((await put({ Kind: 'terminating-gateway', Name: unique('tgw') }, '', mesh)).body).to.equal(true)
       // http-route reads need mesh:read or operator:read; the service-only token sees nothing, flagged.
       const listed = await list('http-route', '', none)
@@ -462,28 +441,28 @@ describe('config entries', () => {
       const anonymous = await get('mesh', 'mesh', '', null as unknown as string)
       expect(anonymous.status, anonymous.text).to.equal(200)
       expect((await list('proxy-defaults', '', null as unknown as string)).body).to.have.length(1)
-      expectError(await get('mesh', 'mesh', '', 'no-such-token'), 403, 'acl_not_found')
+      expectErrorShape(await get('mesh', 'mesh', '', 'no-such-token'), 403, 'acl_not_found')
       const denied = await put({ Kind: 'mesh' }, '', null as unknown as string)
-      expectError(denied, 403, 'permission_denied')
+      expectErrorShape(denied, 403, 'permission_denied')
     })
 
     it('service-intentions: intentions:write on the destination to write, intentions:read to read', async () => {
-      const token = await tokenWithRules('service "perm-dest" { policy = "read"\n intentions = "write" }')
+      const token = await secretWithRules(agent, 'service "perm-dest" { policy = "read"\n intentions = "write" }')
       expect((await put({ Kind: 'service-intentions', Name: 'perm-dest', Sources: [] }, '', token)).body).to.equal(true)
       const denied = await put({ Kind: 'service-intentions', Name: 'perm-other' }, '', token)
-      expectError(denied, 403, 'permission_denied')
+      expectErrorShape(denied, 403, 'permission_denied')
       expect(denied.body.Error).to.include('intentions:write on "perm-other"')
       expect((await get('service-intentions', 'perm-dest', '', token)).status).to.equal(200)
-      const serviceOnly = await tokenWithRules('service "perm-dest" { policy = "write"\n intentions = "deny" }')
-      expectError(await put({ Kind: 'service-intentions', Name: 'perm-dest' }, '', serviceOnly), 403, 'permission_denied')
+      const serviceOnly = await secretWithRules(agent, 'service "perm-dest" { policy = "write"\n intentions = "deny" }')
+      expectErrorShape(await put({ Kind: 'service-intentions', Name: 'perm-dest' }, '', serviceOnly), 403, 'permission_denied')
     })
 
     it('gateways: service:read on the name to get', async () => {
       await applied({ Kind: 'ingress-gateway', Name: 'perm-ingress' })
-      const reader = await tokenWithRules('service "perm-ingress" { policy = "read" }')
+      const reader = await secretWithRules(agent, 'service "perm-ingress" { policy = "read" }')
       expect((await get('ingress-gateway', 'perm-ingress', '', reader)).status).to.equal(200)
-      const other = await tokenWithRules('service "elsewhere" { policy = "read" }')
-      expectError(await get('ingress-gateway', 'perm-ingress', '', other), 403, 'permission_denied')
+      const other = await secretWithRules(agent, 'service "elsewhere" { policy = "read" }')
+      expectErrorShape(await get('ingress-gateway', 'perm-ingress', '', other), 403, 'permission_denied')
     })
   })
 })

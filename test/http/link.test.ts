@@ -16,6 +16,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
+import { expectErrorShape, secretWithRules, sleep } from '../support/api.js'
 
 const PATH = '/api/cloud/v2/link/global'
 const STATUS_KEY = 'service.io/cloud/link'
@@ -28,13 +29,6 @@ function linkBody(cluster: string, fields: Record<string, unknown> = {}): { data
   return { data: { resourceId: resourceId(cluster), clientId: 'client-ok', clientSecret: 'right-secret', ...fields } }
 }
 
-function expectError(response: ApiResponse, status: number, code: string, field?: string): void {
-  expect(response.status, response.text).to.equal(status)
-  expect(response.body?.Code, response.text).to.equal(code)
-  expect(response.body?.Error, response.text).to.be.a('string').that.is.not.empty
-  if (field !== undefined) expect(response.body.Field, response.text).to.equal(field)
-}
-
 /** Polls GET until the status observes `generation`; returns that read. */
 async function settled(agent: AgentProcess, generation: string, deadlineMs = 8_000): Promise<ApiResponse> {
   const deadline = Date.now() + deadlineMs
@@ -42,7 +36,7 @@ async function settled(agent: AgentProcess, generation: string, deadlineMs = 8_0
     const response = await agent.request('GET', PATH)
     if (response.status === 200 && response.body.status?.[STATUS_KEY]?.observedGeneration === generation) return response
     if (Date.now() > deadline) throw new Error(`the link status did not observe generation ${generation}: ${response.text}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await sleep(50)
   }
 }
 
@@ -50,14 +44,6 @@ function condition(response: ApiResponse): { type: string; state: string; reason
   const conditions = response.body.status[STATUS_KEY].conditions
   expect(conditions).to.have.length(1)
   return conditions[0]
-}
-
-async function tokenWithRules(agent: AgentProcess, rules: string): Promise<string> {
-  const policy = await agent.request('PUT', '/v1/acl/policy', { body: { Name: `link-${Math.random().toString(36).slice(2)}`, Rules: rules } })
-  expect(policy.status, policy.text).to.equal(200)
-  const token = await agent.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: policy.body.ID }] } })
-  expect(token.status, token.text).to.equal(200)
-  return token.body.SecretID as string
 }
 
 describe('cloud link: endpoints and the controller without a management plane', () => {
@@ -70,7 +56,7 @@ describe('cloud link: endpoints and the controller without a management plane', 
   })
 
   it('GET before any link is a 404', async () => {
-    expectError(await agent.request('GET', PATH), 404, 'not_found')
+    expectErrorShape(await agent.request('GET', PATH), 404, 'not_found')
   })
 
   it('PUT answers the envelope: data, generation, id, numeric version', async () => {
@@ -119,24 +105,24 @@ describe('cloud link: endpoints and the controller without a management plane', 
     const current = await settled(agent, (await agent.request('PUT', PATH, { body: linkBody('cluster-d') })).body.generation)
     const version = Number(current.body.version)
     const stale = await agent.request('PUT', `${PATH}?version=${version - 1}`, { body: linkBody('cluster-e') })
-    expectError(stale, 409, 'conflict', 'version')
+    expectErrorShape(stale, 409, 'conflict', 'version')
     expect((await agent.request('GET', PATH)).body.data.resourceId).to.equal(resourceId('cluster-d'))
     const matched = await agent.request('PUT', `${PATH}?version=${version}`, { body: linkBody('cluster-e') })
     expect(matched.status, matched.text).to.equal(200)
     expect(matched.body.data.resourceId).to.equal(resourceId('cluster-e'))
-    expectError(await agent.request('PUT', `${PATH}?version=abc`, { body: linkBody('cluster-e') }), 400, 'invalid_input', 'version')
+    expectErrorShape(await agent.request('PUT', `${PATH}?version=abc`, { body: linkBody('cluster-e') }), 400, 'invalid_input', 'version')
   })
 
   it('requires resourceId, clientId and clientSecret as strings', async () => {
-    expectError(await agent.request('PUT', PATH, { body: {} }), 400, 'invalid_input', 'data')
+    expectErrorShape(await agent.request('PUT', PATH, { body: {} }), 400, 'invalid_input', 'data')
     for (const field of ['resourceId', 'clientId', 'clientSecret']) {
       const body = linkBody('cluster-f')
       delete body.data[field]
-      expectError(await agent.request('PUT', PATH, { body }), 400, 'invalid_input', `data.${field}`)
-      expectError(await agent.request('PUT', PATH, { body: linkBody('cluster-f', { [field]: 5 }) }), 400, 'invalid_input', `data.${field}`)
+      expectErrorShape(await agent.request('PUT', PATH, { body }), 400, 'invalid_input', `data.${field}`)
+      expectErrorShape(await agent.request('PUT', PATH, { body: linkBody('cluster-f', { [field]: 5 }) }), 400, 'invalid_input', `data.${field}`)
     }
-    expectError(await agent.request('PUT', PATH, { body: linkBody('cluster-f', { extra: 1 }) }), 400, 'invalid_input', 'data.extra')
-    expectError(await agent.request('PUT', PATH, { body: { ...linkBody('cluster-f'), id: { name: 'other' } } }), 400, 'invalid_input', 'id.name')
+    expectErrorShape(await agent.request('PUT', PATH, { body: linkBody('cluster-f', { extra: 1 }) }), 400, 'invalid_input', 'data.extra')
+    expectErrorShape(await agent.request('PUT', PATH, { body: { ...linkBody('cluster-f'), id: { name: 'other' } } }), 400, 'invalid_input', 'id.name')
   })
 
   it('checks the resource ID format and says which part is wrong', async () => {
@@ -150,36 +136,36 @@ describe('cloud link: endpoints and the controller without a management plane', 
     ]
     for (const [value, expected] of cases) {
       const response = await agent.request('PUT', PATH, { body: linkBody('x', { resourceId: value }) })
-      expectError(response, 400, 'invalid_input', 'data.resourceId')
+      expectErrorShape(response, 400, 'invalid_input', 'data.resourceId')
       expect(response.body.Error).to.include(expected)
     }
   })
 
   it('needs operator:read to read, and shows clientSecret only to callers with acl:write', async () => {
     await agent.request('PUT', PATH, { body: linkBody('cluster-g') })
-    const nothing = await tokenWithRules(agent, 'service "web" { policy = "read" }')
+    const nothing = await secretWithRules(agent, 'service "web" { policy = "read" }')
     const denied = await agent.request('GET', PATH, { token: nothing })
-    expectError(denied, 403, 'permission_denied')
+    expectErrorShape(denied, 403, 'permission_denied')
     expect(denied.body.Error).to.include('operator:read')
-    const reader = await tokenWithRules(agent, 'operator = "read"')
+    const reader = await secretWithRules(agent, 'operator = "read"')
     const hidden = await agent.request('GET', PATH, { token: reader })
     expect(hidden.status, hidden.text).to.equal(200)
     expect(hidden.body.data.clientSecret).to.equal('<hidden>')
     expect(hidden.body.data.clientId).to.equal('client-ok')
-    const aclWriter = await tokenWithRules(agent, 'operator = "read"\nacl = "write"')
+    const aclWriter = await secretWithRules(agent, 'operator = "read"\nacl = "write"')
     expect((await agent.request('GET', PATH, { token: aclWriter })).body.data.clientSecret).to.equal('right-secret')
   })
 
   it('needs operator:write and acl:write to write and delete', async () => {
-    const operatorOnly = await tokenWithRules(agent, 'operator = "write"')
+    const operatorOnly = await secretWithRules(agent, 'operator = "write"')
     const noAcl = await agent.request('PUT', PATH, { body: linkBody('cluster-h'), token: operatorOnly })
-    expectError(noAcl, 403, 'permission_denied')
+    expectErrorShape(noAcl, 403, 'permission_denied')
     expect(noAcl.body.Error).to.include('acl:write')
-    const aclOnly = await tokenWithRules(agent, 'acl = "write"')
+    const aclOnly = await secretWithRules(agent, 'acl = "write"')
     const noOperator = await agent.request('DELETE', PATH, { token: aclOnly })
-    expectError(noOperator, 403, 'permission_denied')
+    expectErrorShape(noOperator, 403, 'permission_denied')
     expect(noOperator.body.Error).to.include('operator:write')
-    const both = await tokenWithRules(agent, 'acl = "write"\noperator = "write"')
+    const both = await secretWithRules(agent, 'acl = "write"\noperator = "write"')
     expect((await agent.request('PUT', PATH, { body: linkBody('cluster-h'), token: both })).status).to.equal(200)
   })
 
@@ -194,7 +180,7 @@ describe('cloud link: endpoints and the controller without a management plane', 
     const deleted = await agent.request('DELETE', PATH)
     expect(deleted.status).to.equal(200)
     expect(deleted.body).to.deep.equal({})
-    expectError(await agent.request('GET', PATH), 404, 'not_found')
+    expectErrorShape(await agent.request('GET', PATH), 404, 'not_found')
     expect((await agent.request('DELETE', PATH)).body).to.deep.equal({})
   })
 
@@ -204,7 +190,7 @@ describe('cloud link: endpoints and the controller without a management plane', 
 
   it('never logs the client secret', async () => {
     await agent.request('PUT', PATH, { body: linkBody('cluster-k', { clientSecret: 'very-secret-value-123' }) })
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    await sleep(200)
     expect(agent.logs.join('\n')).to.not.include('very-secret-value-123')
   })
 })
