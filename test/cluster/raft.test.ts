@@ -1,0 +1,136 @@
+/**
+ * Three real `warden agent` processes on loopback, replicating through Raft: they elect one leader, accept writes on
+ * any node, serve every read mode, survive kill -9 of a follower and of the leader during writes without losing an
+ * acknowledged write, and a restarted node catches up. Writes whose outcome a client could not learn (504, or a
+ * dropped connection) are allowed either way; every 200 must be in the final state.
+ */
+import { expect } from 'chai'
+import { TestCluster } from '../support/cluster.js'
+import type { AgentProcess } from '../support/agent.js'
+
+async function createPolicy(agent: AgentProcess, name: string): Promise<'ok' | 'failed' | 'unknown'> {
+  try {
+    const response = await agent.request('PUT', '/v1/acl/policy', { body: { Name: name } })
+    if (response.status === 200) return 'ok'
+    return response.status === 504 ? 'unknown' : 'failed'
+  } catch {
+    // The connection dropped (the node was killed): the write may or may not have been applied.
+    return 'unknown'
+  }
+}
+
+async function policyNames(agent: AgentProcess, mode: string): Promise<Set<string>> {
+  const response = await agent.request('GET', `/v1/acl/policies?${mode}`)
+  expect(response.status, response.text).to.equal(200)
+  return new Set((response.body as Array<{ Name: string }>).map((policy) => policy.Name))
+}
+
+async function eventually(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+describe('a three-node Raft cluster of real processes', function () {
+  this.timeout(60_000)
+  let cluster: TestCluster
+
+  before(async () => {
+    cluster = await TestCluster.start()
+  })
+  after(async () => {
+    await cluster.stop()
+  })
+
+  it('elects one leader that every node reports, and lists three voters', async () => {
+    const leader = await cluster.leader()
+    const configuration = await cluster.node(leader).request('GET', '/v1/operator/raft/configuration')
+    expect(configuration.body.Servers).to.have.length(3)
+    expect(configuration.body.Servers.filter((server: { Leader: boolean }) => server.Leader)).to.have.length(1)
+    expect(configuration.body.Servers.every((server: { Voter: boolean }) => server.Voter)).to.equal(true)
+  })
+
+  it('writes the built-ins once: one global-management policy and one management token', async () => {
+    const leader = cluster.node(await cluster.leader())
+    const tokens = await leader.request('GET', '/v1/acl/tokens?consistent')
+    const management = (tokens.body as Array<{ SecretID: string }>).filter((token) => token.SecretID === leader.managementToken)
+    expect(management).to.have.length(1)
+    expect([...(await policyNames(leader, 'consistent'))].filter((name) => name === 'global-management')).to.have.length(1)
+  })
+
+  it('accepts a write on a follower and answers with the leader result, visible on the follower at once', async () => {
+    const leader = await cluster.leader()
+    const follower = cluster.node(cluster.followers(leader)[0]!)
+    const response = await follower.request('PUT', '/v1/acl/policy', { body: { Name: 'written-on-follower' } })
+    expect(response.status, response.text).to.equal(200)
+    expect(response.body.Name).to.equal('written-on-follower')
+    expect((await policyNames(follower, 'stale')).has('written-on-follower')).to.equal(true)
+    const refused = await follower.request('PUT', '/v1/acl/policy', { body: { Name: 'written-on-follower' } })
+    expect(refused.status).to.equal(400)
+    expect(refused.body.Field).to.equal('Name')
+  })
+
+  it('serves stale, default and consistent reads on every node with the consistency headers', async () => {
+    const leader = await cluster.leader()
+    for (const agent of cluster.running()) {
+      for (const mode of ['stale', 'consistent', '']) {
+        const response = await agent.request('GET', `/v1/acl/policies?${mode}`)
+        expect(response.status).to.equal(200)
+        expect(response.headers.get('x-service-knownleader')).to.equal('true')
+        expect(Number(response.headers.get('x-service-index'))).to.be.above(0)
+        expect(response.headers.get('x-service-effective-consistency')).to.equal(mode === '' ? 'leader' : mode)
+      }
+      const contact = Number((await agent.request('GET', '/v1/acl/policies?stale')).headers.get('x-service-lastcontact'))
+      if (agent === cluster.node(leader)) expect(contact).to.equal(0)
+      else expect(contact).to.be.at.least(0)
+    }
+  })
+
+  it('keeps writing through kill -9 of a follower, and the restarted follower catches up', async () => {
+    const leader = await cluster.leader()
+    const victim = cluster.followers(leader)[0]!
+    await cluster.kill(victim)
+    const leaderAgent = cluster.node(leader)
+    for (let n = 0; n < 20; n += 1) expect(await createPolicy(leaderAgent, `while-follower-down-${n}`)).to.equal('ok')
+    const restarted = await cluster.restart(victim)
+    await eventually(async () => (await policyNames(restarted, 'stale')).has('while-follower-down-19'))
+    expect((await policyNames(restarted, 'stale')).has('while-follower-down-0')).to.equal(true)
+  })
+
+  it('loses no acknowledged write when the leader is killed with -9 during concurrent writes', async () => {
+    const leader = await cluster.leader()
+    const outcomes = new Map<string, 'ok' | 'failed' | 'unknown'>()
+    let stop = false
+    const writers = cluster.running().map(async (agent, writer) => {
+      for (let n = 0; !stop; n += 1) {
+        const name = `during-failover-${writer}-${n}`
+        outcomes.set(name, await createPolicy(agent, name))
+      }
+    })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const killedAt = Date.now()
+    await cluster.kill(leader)
+    const newLeader = await cluster.leader(10_000)
+    expect(newLeader).to.not.equal(leader)
+    // Keep writing on the survivors until one write succeeds after the kill.
+    const survivor = cluster.node(newLeader)
+    await eventually(async () => (await createPolicy(survivor, `after-failover-${Date.now()}`)) === 'ok', 10_000)
+    const failoverMs = Date.now() - killedAt
+    stop = true
+    await Promise.all(writers)
+    const acknowledged = [...outcomes].filter(([, outcome]) => outcome === 'ok').map(([name]) => name)
+    expect(acknowledged.length).to.be.above(0)
+    const restarted = await cluster.restart(leader)
+    for (const agent of [survivor, restarted]) {
+      await eventually(async () => {
+        const names = await policyNames(agent, 'stale')
+        return acknowledged.every((name) => names.has(name))
+      })
+    }
+    const names = await policyNames(survivor, 'consistent')
+    const lost = acknowledged.filter((name) => !names.has(name))
+    expect(lost, `acknowledged but lost (failover took ${failoverMs} ms)`).to.deep.equal([])
+  })
+})
