@@ -102,12 +102,13 @@ export class TokenResolver {
       this.drop(digest)
       throw new AclNotFoundError()
     }
+    // Read before the token itself: a write applied while the token is looked up must also keep it out of the cache.
+    const appliedBefore = this.state.lastApplied
     const token =
       effective === ANONYMOUS_TOKEN_SECRET
         ? await getRecord(this.state.reader, tokenSpec, ANONYMOUS_TOKEN_ID)
         : await this.tokenBySecret(effective, nowMs)
     if (token === undefined) throw new AclNotFoundError()
-    const appliedBefore = this.state.lastApplied
     const authorization = await authorizeToken(this.state.reader, token, this.settings.datacenter, this.settings.defaultPolicy)
     const caller: Caller = {
       token,
