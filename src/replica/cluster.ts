@@ -5,6 +5,17 @@
  */
 import type { ApplyResult, Command } from '../state/commands.js'
 
+export interface RaftState {
+  node: string
+  role: string
+  term: number
+  leader: string | null
+  commitIndex: number
+  appliedIndex: number
+  lastIndex: number
+  lastContactMs: number
+}
+
 export interface Cluster {
   /**
    * Resolves after the command is committed and applied on this node, with the apply result. Rejects with a
@@ -26,6 +37,8 @@ export interface Cluster {
   lastContactMs(): number
   /** The servers of the current configuration and the log index that set it. */
   membership(): { index: number; servers: Array<{ id: string; address: string; voter: boolean }> }
+  /** This node's Raft state, for operators and the cluster tool. */
+  raftState(): RaftState
   /** Removes a server from the configuration (through the log). Rejects with a WardenError. */
   removeServer(which: { id?: string; address?: string }): Promise<void>
 }

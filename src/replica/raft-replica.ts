@@ -24,7 +24,7 @@ import type { LevelRaftStorage } from '../raft/storage/level-storage.js'
 import { TransportError, type PeerTransport } from '../transport/index.js'
 import { COMMAND_VERSION, type ApplyResult, type Command } from '../state/commands.js'
 import { decodeCommand, encodeCommand, type StateStore } from '../state/store.js'
-import type { Cluster } from './cluster.js'
+import type { Cluster, RaftState } from './cluster.js'
 
 export interface RaftReplicaOptions {
   nodeName: string
@@ -444,6 +444,20 @@ export class RaftReplica implements Cluster {
     if (!proposed.ok) throw new WardenError('invalid_input', `cannot remove ${id}: ${proposed.message}`, 'id')
     this.kick()
     await this.afterApplied(proposed.index)
+  }
+
+  raftState(): RaftState {
+    const status = this.core.status()
+    return {
+      node: this.options.nodeName,
+      role: status.role,
+      term: status.term,
+      leader: status.leader,
+      commitIndex: status.commitIndex,
+      appliedIndex: this.options.state.lastApplied,
+      lastIndex: status.lastIndex,
+      lastContactMs: this.lastContactMs(),
+    }
   }
 
   /** Raft status for operators and tests. */

@@ -6,7 +6,7 @@
  */
 import { InvalidInputError, WardenError } from '../lib/errors.js'
 import type { LogStore } from '../raft/storage/log-store.js'
-import type { Cluster } from './cluster.js'
+import type { Cluster, RaftState } from './cluster.js'
 import type { ApplyResult, Command } from '../state/commands.js'
 import { decodeCommand, encodeCommand, type StateStore } from '../state/store.js'
 
@@ -129,6 +129,11 @@ export class SingleNodeReplica implements Cluster {
 
   lastContactMs(): number {
     return 0
+  }
+
+  raftState(): RaftState {
+    const index = this.log.lastIndex
+    return { node: this.nodeName, role: 'leader', term: 1, leader: this.nodeName, commitIndex: index, appliedIndex: this.state.lastApplied, lastIndex: index, lastContactMs: 0 }
   }
 
   membership(): { index: number; servers: Array<{ id: string; address: string; voter: boolean }> } {

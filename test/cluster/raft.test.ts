@@ -52,6 +52,19 @@ describe('a three-node Raft cluster of real processes', function () {
     expect(configuration.body.Servers.every((server: { Voter: boolean }) => server.Voter)).to.equal(true)
   })
 
+  it('reports each node's Raft state on /v1/operator/raft/state', async () => {
+    const leader = await cluster.leader()
+    for (const agent of cluster.running()) {
+      const response = await agent.request('GET', '/v1/operator/raft/state')
+      expect(response.status, response.text).to.equal(200)
+      expect(response.body.Leader).to.equal(leader)
+      expect(response.body.Role).to.equal(response.body.Node === leader ? 'leader' : 'follower')
+      expect(response.body.Term).to.be.above(0)
+      expect(response.body.AppliedIndex).to.be.at.most(response.body.LastIndex)
+    }
+    expect((await cluster.node(leader).request('GET', '/v1/operator/raft/state', { token: null })).status).to.equal(403)
+  })
+
   it('writes the built-ins once: one global-management policy and one management token', async () => {
     const leader = cluster.node(await cluster.leader())
     const tokens = await leader.request('GET', '/v1/acl/tokens?consistent')

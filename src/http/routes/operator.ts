@@ -34,7 +34,24 @@ async function removePeer(ctx: ApiContext): Promise<void> {
   ctx.body = true
 }
 
+/** This node's Raft state: role, term, leader, commit and applied index, last contact with the leader. */
+async function raftState(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'operator', 'read')
+  const state = ctx.state.app.cluster.raftState()
+  ctx.body = {
+    Node: state.node,
+    Role: state.role,
+    Term: state.term,
+    Leader: state.leader ?? '',
+    CommitIndex: state.commitIndex,
+    AppliedIndex: state.appliedIndex,
+    LastIndex: state.lastIndex,
+    LastContactMs: state.lastContactMs,
+  }
+}
+
 export function operatorRoutes(router: Router): void {
+  router.get('/v1/operator/raft/state', (ctx) => raftState(ctx as ApiContext))
   router.get('/v1/operator/raft/configuration', (ctx) => configuration(ctx as ApiContext))
   router.delete('/v1/operator/raft/peer', (ctx) => removePeer(ctx as ApiContext))
 }
