@@ -52,7 +52,7 @@ describe('a three-node Raft cluster of real processes', function () {
     expect(configuration.body.Servers.every((server: { Voter: boolean }) => server.Voter)).to.equal(true)
   })
 
-  it('reports each node's Raft state on /v1/operator/raft/state', async () => {
+  it('reports the Raft state of each node on /v1/operator/raft/state', async () => {
     const leader = await cluster.leader()
     for (const agent of cluster.running()) {
       const response = await agent.request('GET', '/v1/operator/raft/state')
