@@ -57,13 +57,8 @@ describe('token resolver: the authorizer cache', function () {
       keys: (prefix) => store.reader.keys(prefix),
       values: (prefix) => store.reader.values(prefix),
     }
-    const view = {
-      reader,
-      changeListeners: store.changeListeners,
-      get lastApplied() {
-        return store.lastApplied
-      },
-    } as unknown as StateStore
+    // The store as the resolver sees it, with only its reader replaced.
+    const view = Object.create(store, { reader: { value: reader } }) as StateStore
     const resolver = new TokenResolver(view, { datacenter: 'dc1', defaultPolicy: 'deny' })
 
     // The resolution that overlapped the delete may still answer with what it read; the next one must not.
