@@ -6,19 +6,17 @@
  * a node:http server on loopback.
  */
 import { expect } from 'chai'
-import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { pino } from 'pino'
 import { checkLink, cloudSettingsProblem, LinkController, linkFromSettings } from '../../../src/controllers/link-controller.js'
-import { LogStore } from '../../../src/raft/storage/log-store.js'
-import { SingleNodeReplica } from '../../../src/replica/single-node.js'
+import type { SingleNodeReplica } from '../../../src/replica/single-node.js'
 import { LINK_NAME, linkSpec } from '../../../src/state/link.js'
 import type { CloudLink } from '../../../src/state/records.js'
-import { StateStore } from '../../../src/state/store.js'
+import type { StateStore } from '../../../src/state/store.js'
 import { getRecord } from '../../../src/state/tables.js'
+import { commands, openReplica } from '../../support/state.js'
+import { useTempDirs } from '../../support/temp-dir.js'
 
 const RESOURCE_ID = 'organization/o/project/p/service.global-network-manager.cluster/c'
 
@@ -118,33 +116,18 @@ describe('link controller', () => {
   })
 
   describe('the loop', () => {
-    let dir: string
-    let log: LogStore
+    const dirs = useTempDirs()
     let state: StateStore
     let replica: SingleNodeReplica
 
     beforeEach(async () => {
-      dir = await mkdtemp(join(tmpdir(), 'warden-link-controller-'))
-      log = await LogStore.open(join(dir, 'log'))
-      state = await StateStore.open(join(dir, 'state'))
-      replica = new SingleNodeReplica(log, state, 'n1', '127.0.0.1:1', (error) => {
-        throw error
-      })
-      await replica.propose({ v: 1, type: 'acl.init' })
-    })
-    afterEach(async () => {
-      await replica.stop()
-      await state.close()
-      await log.close()
-      await rm(dir, { recursive: true, force: true })
+      const fixture = await openReplica(dirs, 'warden-link-controller-')
+      state = fixture.state
+      replica = fixture.replica
     })
 
     const write = (generation: string) =>
-      replica.propose({
-        v: 1,
-        type: 'link.set',
-        link: { resourceId: RESOURCE_ID, clientId: 'c', clientSecret: 's', uid: 'u', generation, source: 'api' },
-      })
+      replica.propose(commands.linkSet({ resourceId: RESOURCE_ID, clientId: 'c', clientSecret: 's', uid: 'u', generation, source: 'api' }))
 
     async function statusOf(generation: string): Promise<CloudLink> {
       const deadline = Date.now() + 2_000

@@ -3,64 +3,42 @@
  * runs against a real single-node replica (LevelDB log and state in a temp dir) with an injected clock.
  */
 import { expect } from 'chai'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { pino } from 'pino'
 import { TokenReaper } from '../../../src/controllers/token-reaper.js'
-import { LogStore } from '../../../src/raft/storage/log-store.js'
-import { SingleNodeReplica } from '../../../src/replica/single-node.js'
-import { StateStore } from '../../../src/state/store.js'
-import { getRecord, tokenSpec } from '../../../src/state/tables.js'
+import type { SingleNodeReplica } from '../../../src/replica/single-node.js'
 import type { TokenCreate } from '../../../src/state/commands.js'
+import type { StateStore } from '../../../src/state/store.js'
+import { getRecord, tokenSpec } from '../../../src/state/tables.js'
+import { buildTokenCreate, commands, openReplica } from '../../support/state.js'
+import { useTempDirs } from '../../support/temp-dir.js'
 
 function token(accessor: string, expirationTime: string | undefined): TokenCreate {
-  return {
+  return buildTokenCreate({
     AccessorID: accessor,
     SecretID: accessor.replace(/^0/, 'f'),
-    Description: '',
-    Policies: [],
-    Roles: [],
-    TemplatedPolicies: [],
-    ServiceIdentities: [],
-    NodeIdentities: [],
-    Local: false,
-    AuthMethod: '',
-    ...(expirationTime === undefined ? {} : { ExpirationTime: expirationTime }),
     CreateTime: '2026-01-01T00:00:00.000Z',
-    Namespace: 'default',
-  }
+    ...(expirationTime === undefined ? {} : { ExpirationTime: expirationTime }),
+  })
 }
 
 describe('token reaper', () => {
-  let dir: string
-  let log: LogStore
+  const dirs = useTempDirs()
   let state: StateStore
   let replica: SingleNodeReplica
 
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'warden-reaper-'))
-    log = await LogStore.open(join(dir, 'log'))
-    state = await StateStore.open(join(dir, 'state'))
-    replica = new SingleNodeReplica(log, state, 'n1', '127.0.0.1:1', (error) => {
-      throw error
-    })
-    await replica.propose({ v: 1, type: 'acl.init' })
-  })
-  afterEach(async () => {
-    await replica.stop()
-    await state.close()
-    await log.close()
-    await rm(dir, { recursive: true, force: true })
+    const fixture = await openReplica(dirs, 'warden-reaper-')
+    state = fixture.state
+    replica = fixture.replica
   })
 
   it('deletes tokens whose ExpirationTime has passed, in batches, and keeps the others', async () => {
     const expired = Array.from({ length: 7 }, (_, n) => `0000aaaa-0000-4000-8000-00000000000${n}`)
-    for (const accessor of expired) await replica.propose({ v: 1, type: 'acl.token.create', token: token(accessor, '2026-01-01T00:01:00.000Z') })
+    for (const accessor of expired) await replica.propose(commands.tokenCreate(token(accessor, '2026-01-01T00:01:00.000Z')))
     const later = '0000bbbb-0000-4000-8000-000000000000'
     const never = '0000cccc-0000-4000-8000-000000000000'
-    await replica.propose({ v: 1, type: 'acl.token.create', token: token(later, '2026-01-01T05:00:00.000Z') })
-    await replica.propose({ v: 1, type: 'acl.token.create', token: token(never, undefined) })
+    await replica.propose(commands.tokenCreate(token(later, '2026-01-01T05:00:00.000Z')))
+    await replica.propose(commands.tokenCreate(token(never, undefined)))
     const before = state.lastApplied
     const reaper = new TokenReaper(state, replica, {
       intervalMs: 60_000,
@@ -80,8 +58,8 @@ describe('token reaper', () => {
 
   it('deletes in apply only what is expired at the instant the command carries', async () => {
     const accessor = '0000dddd-0000-4000-8000-000000000000'
-    await replica.propose({ v: 1, type: 'acl.token.create', token: token(accessor, '2026-01-01T00:05:00.000Z') })
-    const result = await replica.propose({ v: 1, type: 'acl.token.delete-expired', AccessorIDs: [accessor], now: '2026-01-01T00:04:00.000Z' })
+    await replica.propose(commands.tokenCreate(token(accessor, '2026-01-01T00:05:00.000Z')))
+    const result = await replica.propose(commands.tokenDeleteExpired([accessor], '2026-01-01T00:04:00.000Z'))
     expect(result).to.deep.equal({ ok: true, value: 0 })
     expect(await getRecord(state.reader, tokenSpec, accessor)).to.not.equal(undefined)
   })

@@ -37,12 +37,10 @@ import { policyHash } from '../../../src/state/acl-policies.js'
 import {
   APPLIED_KEY,
   BOOTSTRAP_KEY,
-  indexKey,
   nsKey,
   recordKey,
   TABLES,
   tableIndexKey,
-  uniqueKey,
   type Table,
 } from '../../../src/state/keys.js'
 import { configEntryKey } from '../../../src/state/config-entries.js'
@@ -61,8 +59,8 @@ import {
   roleSpec,
   secretDigest,
   tokenSpec,
-  type TableSpec,
 } from '../../../src/state/tables.js'
+import { buildTokenCreate, commands, dump, expectSameContents, indexProblems, type Entry } from '../../support/state.js'
 import { useTempDirs, type TempDirs } from '../../support/temp-dir.js'
 
 const NOW = '2024-05-01T12:00:00Z'
@@ -114,21 +112,7 @@ const roleId = (n: number): string => uuid(0xc, n)
 const ruleId = (n: number): string => uuid(0xd, n)
 
 function tokenCreate(n: number, fields: Partial<TokenCreate> = {}): TokenCreate {
-  return {
-    AccessorID: accessor(n),
-    SecretID: secret(n),
-    Description: `token ${n}`,
-    Policies: [],
-    Roles: [],
-    TemplatedPolicies: [],
-    ServiceIdentities: [],
-    NodeIdentities: [],
-    Local: false,
-    AuthMethod: '',
-    CreateTime: NOW,
-    Namespace: 'default',
-    ...fields,
-  }
+  return buildTokenCreate({ AccessorID: accessor(n), SecretID: secret(n), Description: `token ${n}`, CreateTime: NOW, ...fields })
 }
 
 /** An update that restates a token (as stored, or as created) the way a client would, with `fields` changed. */
@@ -209,47 +193,15 @@ function linkStatus(generation: string, fields: Partial<LinkStatusWrite> = {}): 
   }
 }
 
-/** Shorthands for commands; `v` is always the current version. */
+/** The shared command shorthands, and a clone whose new IDs follow this file's numbering. */
 const cmd = {
-  init: (bootstrapToken?: TokenCreate): Command =>
-    bootstrapToken === undefined ? { v: COMMAND_VERSION, type: 'acl.init' } : { v: COMMAND_VERSION, type: 'acl.init', bootstrapToken },
-  bootstrap: (token: TokenCreate): Command => ({ v: COMMAND_VERSION, type: 'acl.bootstrap', token }),
-  ensure: (token: TokenCreate): Command => ({ v: COMMAND_VERSION, type: 'acl.token.ensure', token }),
-  tokenCreate: (token: TokenCreate): Command => ({ v: COMMAND_VERSION, type: 'acl.token.create', token }),
-  tokenUpdate: (token: TokenUpdate): Command => ({ v: COMMAND_VERSION, type: 'acl.token.update', token }),
+  ...commands,
   tokenClone: (source: string, n: number, description = `clone ${n}`): Command => ({
     v: COMMAND_VERSION,
     type: 'acl.token.clone',
     sourceAccessorID: source,
     token: { AccessorID: accessor(n), SecretID: secret(n), Description: description, CreateTime: NOW, Namespace: 'default' },
   }),
-  tokenDelete: (AccessorID: string): Command => ({ v: COMMAND_VERSION, type: 'acl.token.delete', AccessorID }),
-  tokenDeleteExpired: (AccessorIDs: string[], now: string): Command => ({ v: COMMAND_VERSION, type: 'acl.token.delete-expired', AccessorIDs, now }),
-  policyCreate: (policy: PolicyWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.policy.create', policy }),
-  policyUpdate: (policy: PolicyWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.policy.update', policy }),
-  policyDelete: (ID: string): Command => ({ v: COMMAND_VERSION, type: 'acl.policy.delete', ID }),
-  roleCreate: (role: RoleWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.role.create', role }),
-  roleUpdate: (role: RoleWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.role.update', role }),
-  roleDelete: (ID: string): Command => ({ v: COMMAND_VERSION, type: 'acl.role.delete', ID }),
-  methodCreate: (method: AuthMethodWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.auth-method.create', method }),
-  methodUpdate: (method: AuthMethodWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.auth-method.update', method }),
-  methodDelete: (Name: string, Namespace = 'default'): Command => ({ v: COMMAND_VERSION, type: 'acl.auth-method.delete', Namespace, Name }),
-  ruleCreate: (rule: BindingRuleWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.binding-rule.create', rule }),
-  ruleUpdate: (rule: BindingRuleWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.binding-rule.update', rule }),
-  ruleDelete: (ID: string): Command => ({ v: COMMAND_VERSION, type: 'acl.binding-rule.delete', ID }),
-  configApply: (entry: ConfigEntryWrite, cas?: number): Command =>
-    cas === undefined ? { v: COMMAND_VERSION, type: 'config.apply', entry } : { v: COMMAND_VERSION, type: 'config.apply', entry, cas },
-  configDelete: (Name: string, cas?: number, Kind = 'service-defaults'): Command =>
-    cas === undefined
-      ? { v: COMMAND_VERSION, type: 'config.delete', Kind, Namespace: 'default', Name }
-      : { v: COMMAND_VERSION, type: 'config.delete', Kind, Namespace: 'default', Name, cas },
-  linkSet: (link: LinkWrite, version?: number): Command =>
-    version === undefined ? { v: COMMAND_VERSION, type: 'link.set', link } : { v: COMMAND_VERSION, type: 'link.set', link, version },
-  linkDelete: (version?: number): Command =>
-    version === undefined ? { v: COMMAND_VERSION, type: 'link.delete' } : { v: COMMAND_VERSION, type: 'link.delete', version },
-  linkStatus: (status: LinkStatusWrite): Command => ({ v: COMMAND_VERSION, type: 'link.status', status }),
-  login: (login: LoginWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.login', login }),
-  noop: (): Command => ({ v: COMMAND_VERSION, type: 'noop' }),
 }
 
 /** A login through `method` (verified when the method had `modifyIndex`) whose binding rules named `roles`. */
@@ -347,63 +299,9 @@ class Harness {
   }
 }
 
-type Entry = [key: string, value: Buffer]
-
-async function dump(store: StateStore): Promise<Entry[]> {
-  const entries: Entry[] = []
-  for await (const [key, value] of store.db.iterator()) entries.push([key, Buffer.from(value)])
-  return entries
-}
-
-function printable(key: string): string {
-  return JSON.stringify(key.replaceAll('\u0000', '/'))
-}
-
-/** Asserts two dumps are byte-identical, naming the first key where they differ. */
-function expectSameContents(actual: Entry[], expected: Entry[]): void {
-  const length = Math.max(actual.length, expected.length)
-  for (let position = 0; position < length; position += 1) {
-    const a = actual[position]
-    const b = expected[position]
-    expect(a?.[0], `key #${position}: ${printable(a?.[0] ?? '<none>')} vs ${printable(b?.[0] ?? '<none>')}`).to.equal(b?.[0])
-    expect(a?.[1].equals(b![1]), `value of ${printable(a![0])} differs`).to.equal(true)
-  }
-}
-
 /** The dump without the applied index, which every command (failed or not) writes. */
 async function dumpWithoutApplied(store: StateStore): Promise<Entry[]> {
   return (await dump(store)).filter(([key]) => key !== APPLIED_KEY)
-}
-
-/**
- * Index entries that do not match the records: every unique and non-unique entry a record implies must exist, and no
- * other entry may. Returns one line per problem (empty when consistent).
- */
-async function indexProblems(store: StateStore): Promise<string[]> {
-  const specs: Array<TableSpec<any>> = [tokenSpec, policySpec, roleSpec, authMethodSpec, bindingRuleSpec, configSpec, linkSpec]
-  const expected = new Map<string, string>()
-  for (const spec of specs) {
-    for (const record of await listRecords(store.reader, spec)) {
-      const key = spec.key(record)
-      for (const [index, valueOf] of Object.entries(spec.unique)) {
-        const value = valueOf(record)
-        if (value !== undefined) expected.set(uniqueKey(spec.table, index, value), key)
-      }
-      for (const [index, valuesOf] of Object.entries(spec.multi)) {
-        for (const value of valuesOf(record)) expected.set(indexKey(spec.table, index, value, key), '')
-      }
-    }
-  }
-  const problems: string[] = []
-  for (const [key, value] of await dump(store)) {
-    if (!key.startsWith('u\u0000') && !key.startsWith('x\u0000')) continue
-    const want = expected.get(key)
-    if (want === undefined) problems.push(`stray index entry ${printable(key)}`)
-    else if (value.toString('utf8') !== want) problems.push(`${printable(key)} names ${value.toString('utf8')}, expected ${want}`)
-    expected.delete(key)
-  }
-  for (const key of expected.keys()) problems.push(`missing index entry ${printable(key)}`)
-  return problems
 }
 
 async function tableIndexes(store: StateStore): Promise<Record<Table, number>> {

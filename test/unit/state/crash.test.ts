@@ -18,19 +18,11 @@ import { SingleNodeReplica } from '../../../src/replica/single-node.js'
 import { ANONYMOUS_TOKEN_ID, GLOBAL_MANAGEMENT_POLICY_ID } from '../../../src/state/builtins.js'
 import { encode } from '../../../src/state/codec.js'
 import { COMMAND_VERSION, type Command, type LinkInput, type TokenCreate } from '../../../src/state/commands.js'
-import { indexKey, TABLES, uniqueKey } from '../../../src/state/keys.js'
+import { TABLES } from '../../../src/state/keys.js'
 import type { AclAuthMethod, AclPolicy, AclRole, AclToken } from '../../../src/state/records.js'
 import { decodeCommand, encodeCommand, StateStore, UnknownCommandError } from '../../../src/state/store.js'
-import {
-  authMethodSpec,
-  bindingRuleSpec,
-  configSpec,
-  listRecords,
-  policySpec,
-  roleSpec,
-  tokenSpec,
-  type TableSpec,
-} from '../../../src/state/tables.js'
+import { authMethodSpec, listRecords, policySpec, roleSpec, tokenSpec } from '../../../src/state/tables.js'
+import { buildTokenCreate, dump, expectSameContents, indexProblems, openStores, type Entry } from '../../support/state.js'
 import { useTempDirs, type TempDirs } from '../../support/temp-dir.js'
 
 const ROOT = resolve(import.meta.dirname, '../../..')
@@ -67,21 +59,8 @@ async function runChild(dataDir: string, round: number, seed: number): Promise<n
   await replica.recover()
   const recovered = state.lastApplied
   const v = COMMAND_VERSION
-  const tokenFields = (extra: Partial<TokenCreate>): TokenCreate => ({
-    AccessorID: uuid('aaaaaaaa'),
-    SecretID: uuid('55555555'),
-    Description: `round ${round}`,
-    Policies: [],
-    Roles: [],
-    TemplatedPolicies: [],
-    ServiceIdentities: [],
-    NodeIdentities: [],
-    Local: false,
-    AuthMethod: '',
-    CreateTime: CHILD_NOW,
-    Namespace: 'default',
-    ...extra,
-  })
+  const tokenFields = (extra: Partial<TokenCreate>): TokenCreate =>
+    buildTokenCreate({ AccessorID: uuid('aaaaaaaa'), SecretID: uuid('55555555'), Description: `round ${round}`, CreateTime: CHILD_NOW, ...extra })
   if (replica.logIsEmpty) await replica.propose({ v, type: 'acl.init', bootstrapToken: tokenFields({ Description: 'bootstrap' }) })
 
   const tokens = (await listRecords<AclToken>(state.reader, tokenSpec)).map((token) => token.AccessorID).filter((id) => id !== ANONYMOUS_TOKEN_ID)
@@ -222,56 +201,6 @@ async function runAndKill(dirs: TempDirs, dataDir: string, round: number, seed: 
   return { ackedIndex: Math.max(...acked), readyIndex: Number(ready?.[1]), stderr }
 }
 
-type Entry = [key: string, value: Buffer]
-
-async function dump(store: StateStore): Promise<Entry[]> {
-  const entries: Entry[] = []
-  for await (const [key, value] of store.db.iterator()) entries.push([key, Buffer.from(value)])
-  return entries
-}
-
-function printable(key: string): string {
-  return JSON.stringify(key.replaceAll('\u0000', '/'))
-}
-
-function expectSameContents(actual: Entry[], expected: Entry[]): void {
-  const length = Math.max(actual.length, expected.length)
-  for (let position = 0; position < length; position += 1) {
-    const a = actual[position]
-    const b = expected[position]
-    expect(a?.[0], `key #${position}: ${printable(a?.[0] ?? '<none>')} vs ${printable(b?.[0] ?? '<none>')}`).to.equal(b?.[0])
-    expect(a?.[1].equals(b![1]), `value of ${printable(a![0])} differs`).to.equal(true)
-  }
-}
-
-/** Index entries that do not match the records; one line per problem. */
-async function indexProblems(store: StateStore): Promise<string[]> {
-  const specs: Array<TableSpec<any>> = [tokenSpec, policySpec, roleSpec, authMethodSpec, bindingRuleSpec, configSpec]
-  const expected = new Map<string, string>()
-  for (const spec of specs) {
-    for (const record of await listRecords(store.reader, spec)) {
-      const key = spec.key(record)
-      for (const [index, valueOf] of Object.entries(spec.unique)) {
-        const value = valueOf(record)
-        if (value !== undefined) expected.set(uniqueKey(spec.table, index, value), key)
-      }
-      for (const [index, valuesOf] of Object.entries(spec.multi)) {
-        for (const value of valuesOf(record)) expected.set(indexKey(spec.table, index, value, key), '')
-      }
-    }
-  }
-  const problems: string[] = []
-  for (const [key, value] of await dump(store)) {
-    if (!key.startsWith('u\u0000') && !key.startsWith('x\u0000')) continue
-    const want = expected.get(key)
-    if (want === undefined) problems.push(`stray index entry ${printable(key)}`)
-    else if (value.toString('utf8') !== want) problems.push(`${printable(key)} names ${value.toString('utf8')}, expected ${want}`)
-    expected.delete(key)
-  }
-  for (const key of expected.keys()) problems.push(`missing index entry ${printable(key)}`)
-  return problems
-}
-
 /** The AccessorIDs a command creates when it succeeds. */
 function createdAccessors(command: Command): string[] {
   switch (command.type) {
@@ -289,14 +218,6 @@ function createdAccessors(command: Command): string[] {
 
 function noFatal(error: unknown): void {
   throw new Error('the replica reported a fatal error', { cause: error })
-}
-
-async function openStores(dirs: TempDirs, dataDir: string): Promise<{ log: LogStore; state: StateStore }> {
-  const log = await LogStore.open(join(dataDir, 'log'))
-  const state = await StateStore.open(join(dataDir, 'state'))
-  dirs.defer(() => log.close())
-  dirs.defer(() => state.close())
-  return { log, state }
 }
 
 /** The tests, registered only when mocha loads this file (not in the child). */

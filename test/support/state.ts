@@ -1,0 +1,189 @@
+/**
+ * Fixtures for tests that run the state machine on real LevelDB stores (test/unit/state, test/unit/controllers):
+ *
+ * - opening a data dir's LogStore and StateStore, or a whole single-node replica over a fresh temporary data dir, with
+ *   their closing registered on a `TempDirs` (support/temp-dir.ts), so a failing test leaves nothing open or on disk;
+ * - builders for commands and for the TokenCreate they carry, which fill in what a test does not care about;
+ * - byte-level reads of a store: its dump, a comparison of two dumps that names the first difference, and a check that
+ *   the secondary-index entries describe exactly the records.
+ *
+ * Nothing here calls mocha at import time, so the crash test's child process may import it too.
+ */
+import { expect } from 'chai'
+import { join } from 'node:path'
+import { LogStore } from '../../src/raft/storage/log-store.js'
+import { SingleNodeReplica } from '../../src/replica/single-node.js'
+import {
+  COMMAND_VERSION,
+  type AuthMethodWrite,
+  type BindingRuleWrite,
+  type Command,
+  type ConfigEntryWrite,
+  type LinkStatusWrite,
+  type LinkWrite,
+  type LoginWrite,
+  type PolicyWrite,
+  type RoleWrite,
+  type TokenCreate,
+  type TokenUpdate,
+} from '../../src/state/commands.js'
+import { indexKey, uniqueKey } from '../../src/state/keys.js'
+import { linkSpec } from '../../src/state/link.js'
+import { StateStore } from '../../src/state/store.js'
+import { authMethodSpec, bindingRuleSpec, configSpec, listRecords, policySpec, roleSpec, tokenSpec, type TableSpec } from '../../src/state/tables.js'
+import type { TempDirs } from './temp-dir.js'
+
+// ---- stores and replicas ---------------------------------------------------------------------------------------------
+
+/** Opens `<dataDir>/log` and `<dataDir>/state` as the agent lays them out; `dirs` closes them (state first) at cleanup. */
+export async function openStores(dirs: TempDirs, dataDir: string): Promise<{ log: LogStore; state: StateStore }> {
+  const log = await LogStore.open(join(dataDir, 'log'))
+  const state = await StateStore.open(join(dataDir, 'state'))
+  dirs.defer(() => log.close())
+  dirs.defer(() => state.close())
+  return { log, state }
+}
+
+export interface ReplicaFixture {
+  dir: string
+  log: LogStore
+  state: StateStore
+  replica: SingleNodeReplica
+}
+
+/**
+ * A single-node replica (node `n1`) over stores in a fresh temporary data dir, with the built-ins written (`acl.init`
+ * at index 1). A fatal error of the replica is thrown. At cleanup `dirs` stops the replica, closes the state, then the
+ * log, and removes the dir.
+ */
+export async function openReplica(dirs: TempDirs, prefix: string): Promise<ReplicaFixture> {
+  const dir = await dirs.make(prefix)
+  const { log, state } = await openStores(dirs, dir)
+  const replica = new SingleNodeReplica(log, state, 'n1', '127.0.0.1:1', (error) => {
+    throw error
+  })
+  dirs.defer(() => replica.stop())
+  await replica.propose(commands.init())
+  return { dir, log, state, replica }
+}
+
+// ---- builders --------------------------------------------------------------------------------------------------------
+
+/**
+ * A token as a create command carries it: no links or identities, not local, from no auth method, in the default
+ * namespace, with an empty Description unless `fields` say otherwise.
+ */
+export function buildTokenCreate(fields: Pick<TokenCreate, 'AccessorID' | 'SecretID' | 'CreateTime'> & Partial<TokenCreate>): TokenCreate {
+  const { AccessorID, SecretID, CreateTime, ...rest } = fields
+  return {
+    AccessorID,
+    SecretID,
+    Description: '',
+    Policies: [],
+    Roles: [],
+    TemplatedPolicies: [],
+    ServiceIdentities: [],
+    NodeIdentities: [],
+    Local: false,
+    AuthMethod: '',
+    CreateTime,
+    Namespace: 'default',
+    ...rest,
+  }
+}
+
+/** Shorthands for commands, one per command type (but `acl.token.clone`); `v` is always the current version. */
+export const commands = {
+  init: (bootstrapToken?: TokenCreate): Command =>
+    bootstrapToken === undefined ? { v: COMMAND_VERSION, type: 'acl.init' } : { v: COMMAND_VERSION, type: 'acl.init', bootstrapToken },
+  bootstrap: (token: TokenCreate): Command => ({ v: COMMAND_VERSION, type: 'acl.bootstrap', token }),
+  ensure: (token: TokenCreate): Command => ({ v: COMMAND_VERSION, type: 'acl.token.ensure', token }),
+  tokenCreate: (token: TokenCreate): Command => ({ v: COMMAND_VERSION, type: 'acl.token.create', token }),
+  tokenUpdate: (token: TokenUpdate): Command => ({ v: COMMAND_VERSION, type: 'acl.token.update', token }),
+  tokenDelete: (AccessorID: string): Command => ({ v: COMMAND_VERSION, type: 'acl.token.delete', AccessorID }),
+  tokenDeleteExpired: (AccessorIDs: string[], now: string): Command => ({ v: COMMAND_VERSION, type: 'acl.token.delete-expired', AccessorIDs, now }),
+  policyCreate: (policy: PolicyWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.policy.create', policy }),
+  policyUpdate: (policy: PolicyWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.policy.update', policy }),
+  policyDelete: (ID: string): Command => ({ v: COMMAND_VERSION, type: 'acl.policy.delete', ID }),
+  roleCreate: (role: RoleWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.role.create', role }),
+  roleUpdate: (role: RoleWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.role.update', role }),
+  roleDelete: (ID: string): Command => ({ v: COMMAND_VERSION, type: 'acl.role.delete', ID }),
+  methodCreate: (method: AuthMethodWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.auth-method.create', method }),
+  methodUpdate: (method: AuthMethodWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.auth-method.update', method }),
+  methodDelete: (Name: string, Namespace = 'default'): Command => ({ v: COMMAND_VERSION, type: 'acl.auth-method.delete', Namespace, Name }),
+  ruleCreate: (rule: BindingRuleWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.binding-rule.create', rule }),
+  ruleUpdate: (rule: BindingRuleWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.binding-rule.update', rule }),
+  ruleDelete: (ID: string): Command => ({ v: COMMAND_VERSION, type: 'acl.binding-rule.delete', ID }),
+  configApply: (entry: ConfigEntryWrite, cas?: number): Command =>
+    cas === undefined ? { v: COMMAND_VERSION, type: 'config.apply', entry } : { v: COMMAND_VERSION, type: 'config.apply', entry, cas },
+  configDelete: (Name: string, cas?: number, Kind = 'service-defaults'): Command =>
+    cas === undefined
+      ? { v: COMMAND_VERSION, type: 'config.delete', Kind, Namespace: 'default', Name }
+      : { v: COMMAND_VERSION, type: 'config.delete', Kind, Namespace: 'default', Name, cas },
+  linkSet: (link: LinkWrite, version?: number): Command =>
+    version === undefined ? { v: COMMAND_VERSION, type: 'link.set', link } : { v: COMMAND_VERSION, type: 'link.set', link, version },
+  linkDelete: (version?: number): Command =>
+    version === undefined ? { v: COMMAND_VERSION, type: 'link.delete' } : { v: COMMAND_VERSION, type: 'link.delete', version },
+  linkStatus: (status: LinkStatusWrite): Command => ({ v: COMMAND_VERSION, type: 'link.status', status }),
+  login: (login: LoginWrite): Command => ({ v: COMMAND_VERSION, type: 'acl.login', login }),
+  noop: (): Command => ({ v: COMMAND_VERSION, type: 'noop' }),
+}
+
+// ---- store contents --------------------------------------------------------------------------------------------------
+
+export type Entry = [key: string, value: Buffer]
+
+/** Every key and value of the state's LevelDB, in key order. */
+export async function dump(store: StateStore): Promise<Entry[]> {
+  const entries: Entry[] = []
+  for await (const [key, value] of store.db.iterator()) entries.push([key, Buffer.from(value)])
+  return entries
+}
+
+/** A key with its NUL separators shown as `/`, quoted. */
+export function printable(key: string): string {
+  return JSON.stringify(key.replaceAll('\u0000', '/'))
+}
+
+/** Asserts two dumps are byte-identical, naming the first key where they differ. */
+export function expectSameContents(actual: Entry[], expected: Entry[]): void {
+  const length = Math.max(actual.length, expected.length)
+  for (let position = 0; position < length; position += 1) {
+    const a = actual[position]
+    const b = expected[position]
+    expect(a?.[0], `key #${position}: ${printable(a?.[0] ?? '<none>')} vs ${printable(b?.[0] ?? '<none>')}`).to.equal(b?.[0])
+    expect(a?.[1].equals(b![1]), `value of ${printable(a![0])} differs`).to.equal(true)
+  }
+}
+
+/**
+ * Index entries that do not match the records, over every table with records (tokens, policies, roles, auth methods,
+ * binding rules, config entries, the link): every unique and non-unique entry a record implies must exist, and no
+ * other entry may. Returns one line per problem (empty when consistent).
+ */
+export async function indexProblems(store: StateStore): Promise<string[]> {
+  const specs: Array<TableSpec<any>> = [tokenSpec, policySpec, roleSpec, authMethodSpec, bindingRuleSpec, configSpec, linkSpec]
+  const expected = new Map<string, string>()
+  for (const spec of specs) {
+    for (const record of await listRecords(store.reader, spec)) {
+      const key = spec.key(record)
+      for (const [index, valueOf] of Object.entries(spec.unique)) {
+        const value = valueOf(record)
+        if (value !== undefined) expected.set(uniqueKey(spec.table, index, value), key)
+      }
+      for (const [index, valuesOf] of Object.entries(spec.multi)) {
+        for (const value of valuesOf(record)) expected.set(indexKey(spec.table, index, value, key), '')
+      }
+    }
+  }
+  const problems: string[] = []
+  for (const [key, value] of await dump(store)) {
+    if (!key.startsWith('u\u0000') && !key.startsWith('x\u0000')) continue
+    const want = expected.get(key)
+    if (want === undefined) problems.push(`stray index entry ${printable(key)}`)
+    else if (value.toString('utf8') !== want) problems.push(`${printable(key)} names ${value.toString('utf8')}, expected ${want}`)
+    expected.delete(key)
+  }
+  for (const key of expected.keys()) problems.push(`missing index entry ${printable(key)}`)
+  return problems
+}
