@@ -87,6 +87,9 @@ function waitForChange(
   deadline: number,
   waitingMax: number,
 ): Promise<'changed' | 'timeout' | 'gone'> {
+  // A client that hung up while the query ran has already emitted 'close'; a listener added now would never fire,
+  // and the query would hold its waiting slot until the deadline.
+  if (ctx.res.destroyed) return Promise.resolve('gone')
   if (waitingQueries >= waitingMax) {
     return Promise.reject(new WardenError('rate_limited', `too many blocking queries are waiting on this node (at most ${waitingMax}); retry later`))
   }

@@ -1,0 +1,42 @@
+/**
+ * Tests for serving blocking reads (src/http/read.ts) with a stand-in request context: the parts of a blocking query
+ * that a black-box test cannot see, such as how many queries hold a waiting slot. Each test bounds its own wait and
+ * releases whatever it started through the agent's closing signal.
+ */
+import { EventEmitter } from 'node:events'
+import { expect } from 'chai'
+import type { ApiContext } from '../../../src/http/context.js'
+import { serveRead, waitingQueryCount } from '../../../src/http/read.js'
+import { Watches } from '../../../src/state/watch.js'
+
+function blockingContext(closing: AbortSignal, watches: Watches, response: EventEmitter): ApiContext {
+  const app = {
+    state: { tableIndex: () => 5, watches },
+    cluster: { readBarrier: async () => {}, leaderAddress: () => '127.0.0.1:8300', lastContactMs: () => 0 },
+    resolver: { resolve: async () => ({}) },
+    settings: { blockingQueriesMax: 10 },
+    now: () => 0,
+    closing,
+  }
+  return { query: { index: '5', wait: '10m' }, state: { app }, res: response, get: () => '', set: () => {} } as unknown as ApiContext
+}
+
+describe('serveRead: blocking queries', function () {
+  it('does not wait for a client that hung up before the query began to wait', async function () {
+    const closing = new AbortController()
+    const watches = new Watches()
+    // The client's connection closed while the first run of the query was reading: 'close' has already fired.
+    const response = Object.assign(new EventEmitter(), { destroyed: true })
+    const ctx = blockingContext(closing.signal, watches, response)
+    const served = serveRead(ctx, { table: 'policy', consistency: 'all', blocking: true }, async () => ({ body: [] }))
+    const outcome = await Promise.race([
+      served.then(() => 'returned'),
+      new Promise<string>((resolve) => setTimeout(() => resolve('still waiting'), 300)),
+    ])
+    const heldWhileWaiting = { queries: waitingQueryCount(), watches: watches.size }
+    closing.abort()
+    await served
+    expect(outcome).to.equal('returned')
+    expect(heldWhileWaiting).to.deep.equal({ queries: 0, watches: 0 })
+  })
+})
