@@ -7,7 +7,8 @@
  * - byte-level reads of a store: its dump, a comparison of two dumps that names the first difference, and a check that
  *   the secondary-index entries describe exactly the records.
  *
- * Nothing here calls mocha at import time, so the crash test's child process may import it too.
+ * Nothing here calls mocha at import time (only `useReplica`, when a suite calls it), so the crash test's child process
+ * may import it too.
  */
 import { expect } from 'chai'
 import { join } from 'node:path'
@@ -31,7 +32,7 @@ import { indexKey, uniqueKey } from '../../src/state/keys.js'
 import { linkSpec } from '../../src/state/link.js'
 import { StateStore } from '../../src/state/store.js'
 import { authMethodSpec, bindingRuleSpec, configSpec, listRecords, policySpec, roleSpec, tokenSpec, type TableSpec } from '../../src/state/tables.js'
-import type { TempDirs } from './temp-dir.js'
+import { useTempDirs, type TempDirs } from './temp-dir.js'
 
 // ---- stores and replicas ---------------------------------------------------------------------------------------------
 
@@ -65,6 +66,20 @@ export async function openReplica(dirs: TempDirs, prefix: string): Promise<Repli
   dirs.defer(() => replica.stop())
   await replica.propose(commands.init())
   return { dir, log, state, replica }
+}
+
+/**
+ * For a suite whose every test runs against a fresh replica: registers a `beforeEach` that opens one with
+ * `openReplica` (and, through `useTempDirs`, its cleanup after each test). The object answered is filled in anew before
+ * each test, so tests read `node.state` and `node.replica` from it.
+ */
+export function useReplica(prefix: string): ReplicaFixture {
+  const dirs = useTempDirs()
+  const node = {} as ReplicaFixture
+  beforeEach(async () => {
+    Object.assign(node, await openReplica(dirs, prefix))
+  })
+  return node
 }
 
 // ---- builders --------------------------------------------------------------------------------------------------------

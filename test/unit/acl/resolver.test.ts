@@ -10,26 +10,14 @@ import { COMMAND_VERSION, type Command, type TokenCreate } from '../../../src/st
 import { recordKey } from '../../../src/state/keys.js'
 import type { Reader } from '../../../src/state/reader.js'
 import { StateStore } from '../../../src/state/store.js'
+import { buildTokenCreate } from '../../support/state.js'
 import { useTempDirs } from '../../support/temp-dir.js'
 
 const ACCESSOR = '11111111-2222-4333-8444-555555555555'
 const SECRET = '66666666-7777-4888-8999-aaaaaaaaaaaa'
 
 function token(): TokenCreate {
-  return {
-    AccessorID: ACCESSOR,
-    SecretID: SECRET,
-    Description: '',
-    Policies: [],
-    Roles: [],
-    TemplatedPolicies: [],
-    ServiceIdentities: [],
-    NodeIdentities: [],
-    Local: false,
-    AuthMethod: '',
-    CreateTime: '2024-05-01T12:00:00Z',
-    Namespace: 'default',
-  }
+  return buildTokenCreate({ AccessorID: ACCESSOR, SecretID: SECRET, CreateTime: '2024-05-01T12:00:00Z' })
 }
 
 describe('token resolver: the authorizer cache', function () {

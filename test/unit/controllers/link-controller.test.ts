@@ -10,13 +10,10 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { pino } from 'pino'
 import { checkLink, cloudSettingsProblem, LinkController, linkFromSettings } from '../../../src/controllers/link-controller.js'
-import type { SingleNodeReplica } from '../../../src/replica/single-node.js'
 import { LINK_NAME, linkSpec } from '../../../src/state/link.js'
 import type { CloudLink } from '../../../src/state/records.js'
-import type { StateStore } from '../../../src/state/store.js'
 import { getRecord } from '../../../src/state/tables.js'
-import { commands, openReplica } from '../../support/state.js'
-import { useTempDirs } from '../../support/temp-dir.js'
+import { commands, useReplica } from '../../support/state.js'
 
 const RESOURCE_ID = 'organization/o/project/p/service.global-network-manager.cluster/c'
 
@@ -116,23 +113,15 @@ describe('link controller', () => {
   })
 
   describe('the loop', () => {
-    const dirs = useTempDirs()
-    let state: StateStore
-    let replica: SingleNodeReplica
-
-    beforeEach(async () => {
-      const fixture = await openReplica(dirs, 'warden-link-controller-')
-      state = fixture.state
-      replica = fixture.replica
-    })
+    const node = useReplica('warden-link-controller-')
 
     const write = (generation: string) =>
-      replica.propose(commands.linkSet({ resourceId: RESOURCE_ID, clientId: 'c', clientSecret: 's', uid: 'u', generation, source: 'api' }))
+      node.replica.propose(commands.linkSet({ resourceId: RESOURCE_ID, clientId: 'c', clientSecret: 's', uid: 'u', generation, source: 'api' }))
 
     async function statusOf(generation: string): Promise<CloudLink> {
       const deadline = Date.now() + 2_000
       for (;;) {
-        const stored = await getRecord(state.reader, linkSpec, LINK_NAME)
+        const stored = await getRecord(node.state.reader, linkSpec, LINK_NAME)
         if (stored?.status?.observedGeneration === generation) return stored
         if (Date.now() > deadline) throw new Error(`no status for generation ${generation}`)
         await new Promise((resolve) => setTimeout(resolve, 10))
@@ -141,7 +130,7 @@ describe('link controller', () => {
 
     it('records a status for the link at start and for each new generation, then idles', async () => {
       await write('g1')
-      const controller = new LinkController({ state, cluster: replica, log: pino({ level: 'silent' }), now: () => Date.parse('2026-01-01T00:00:00Z') })
+      const controller = new LinkController({ state: node.state, cluster: node.replica, log: pino({ level: 'silent' }), now: () => Date.parse('2026-01-01T00:00:00Z') })
       controller.start()
       try {
         const first = await statusOf('g1')
@@ -149,14 +138,14 @@ describe('link controller', () => {
         expect(first.status?.conditions[0]).to.include({ type: 'linked', state: 'STATE_TRUE', reason: 'SUCCESS' })
         await write('g2')
         await statusOf('g2')
-        const settledIndex = state.tableIndex('link')
+        const settledIndex = node.state.tableIndex('link')
         await new Promise((resolve) => setTimeout(resolve, 100))
         // Its own status write does not start another check.
-        expect(state.tableIndex('link')).to.equal(settledIndex)
+        expect(node.state.tableIndex('link')).to.equal(settledIndex)
       } finally {
         await controller.stop()
       }
-      expect(state.watches.size).to.equal(0)
+      expect(node.state.watches.size).to.equal(0)
     })
 
     it('stops at once in the middle of a check, recording nothing', async () => {
@@ -164,8 +153,8 @@ describe('link controller', () => {
       try {
         await write('g1')
         const controller = new LinkController({
-          state,
-          cluster: replica,
+          state: node.state,
+          cluster: node.replica,
           log: pino({ level: 'silent' }),
           now: Date.now,
           check: { managementPlaneUrl: server.url, requestTimeoutMs: 10_000 },
@@ -177,8 +166,8 @@ describe('link controller', () => {
         const started = Date.now()
         await controller.stop()
         expect(Date.now() - started).to.be.below(1_000)
-        expect((await getRecord(state.reader, linkSpec, LINK_NAME))?.status).to.equal(undefined)
-        expect(state.watches.size).to.equal(0)
+        expect((await getRecord(node.state.reader, linkSpec, LINK_NAME))?.status).to.equal(undefined)
+        expect(node.state.watches.size).to.equal(0)
       } finally {
         await server.close()
       }
