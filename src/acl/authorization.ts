@@ -4,24 +4,13 @@
  * thing operators most need when debugging ACLs.
  */
 import { PermissionDeniedError } from '../lib/errors.js'
+import type { Access, Resource } from './authorizer.js'
 
-export type PermissionResource =
-  | 'acl'
-  | 'operator'
-  | 'mesh'
-  | 'peering'
-  | 'keyring'
-  | 'agent'
-  | 'node'
-  | 'service'
-  | 'intention'
-  | 'session'
-  | 'key'
-  | 'event'
-  | 'query'
-  | 'identity'
+/** A resource a permission names: the authorizer's resources, under the name the HTTP layer uses. */
+export type PermissionResource = Resource
 
-export type PermissionAccess = 'read' | 'list' | 'write'
+/** An access level a permission names: the authorizer's, under the name the HTTP layer uses. */
+export type PermissionAccess = Access
 
 export interface Permissions {
   allows(resource: PermissionResource, access: PermissionAccess, name?: string): boolean
