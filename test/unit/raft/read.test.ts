@@ -1,0 +1,131 @@
+/**
+ * Linearizable reads without writing to the log: ReadIndex (Thesis §6.4) and the leader lease (Thesis §6.4.1).
+ * ReadIndex is checked message by message; the lease is checked against the one thing that makes it safe: no other
+ * server can be elected before it expires.
+ */
+import { expect } from 'chai'
+import { newNode, TestNetwork } from './support.js'
+
+describe('raft: reads', function () {
+  describe('ReadIndex (Thesis §6.4)', function () {
+    it('a leader answers with its commit index once a heartbeat round is acknowledged by a majority', function () {
+      const network = TestNetwork.of(['a', 'b', 'c'])
+      network.elect('a')
+      const leader = network.node('a')
+      expect(leader.core.readIndex('r1').ok).to.equal(true)
+      const heartbeats = leader.drain().filter((m) => m.type === 'heartbeat')
+      expect(heartbeats.map((m) => m.to)).to.deep.equal(['b', 'c'])
+      expect(leader.readStates).to.deep.equal([])
+      network.inFlight.push(...heartbeats)
+      network.settle()
+      expect(leader.readStates).to.deep.equal([{ index: 1, context: 'r1' }])
+    })
+
+    it('waits until the leader has committed an entry of its own term (step 1)', function () {
+      const network = TestNetwork.of(['a', 'b', 'c'])
+      network.dropIf = (m) => m.type === 'appendEntries'
+      network.elect('a')
+      const leader = network.node('a')
+      expect(leader.status).to.include({ role: 'leader', commitIndex: 0 })
+      leader.core.readIndex('r1')
+      network.tickAll(3)
+      expect(leader.readStates).to.deep.equal([])
+      network.dropIf = () => false
+      network.tickAll(1)
+      expect(leader.readStates).to.deep.equal([{ index: 1, context: 'r1' }])
+    })
+
+    it('a follower forwards the request to its leader and gets the read index back', function () {
+      const network = TestNetwork.of(['a', 'b', 'c'])
+      network.elect('a')
+      network.propose('a', 'x')
+      const follower = network.node('b')
+      expect(follower.core.readIndex('r2').ok).to.equal(true)
+      network.settle()
+      expect(follower.readStates).to.deep.equal([{ index: 2, context: 'r2' }])
+    })
+
+    it('a follower that knows no leader refuses at once, so the caller need not wait', function () {
+      const node = newNode('b', ['a', 'b', 'c'])
+      const result = node.core.readIndex('r')
+      expect(result).to.include({ ok: false, error: 'not_leader' })
+    })
+
+    it('a leader cut off from the majority cannot confirm a read', function () {
+      const network = TestNetwork.of(['a', 'b', 'c'])
+      network.elect('a')
+      network.isolate('a')
+      network.node('a').core.readIndex('r3')
+      network.tickAll(5)
+      expect(network.node('a').readStates).to.deep.equal([])
+    })
+  })
+
+  describe('the leader lease (Thesis §6.4.1)', function () {
+    const options = { checkQuorum: true, electionTimeoutTicks: 10, leaseTicks: 8 }
+
+    it('holds for leaseTicks from the send tick of the last heartbeat a majority acknowledged', function () {
+      const network = TestNetwork.of(['a', 'b', 'c'], options)
+      network.elect('a')
+      const leader = network.node('a')
+      expect(leader.core.leaseRead()).to.equal(null)
+      network.tickAll(1) // heartbeat sent at tick 1, acknowledged by both followers
+      expect(leader.core.leaseValidUntilTick()).to.equal(9)
+      expect(leader.core.leaseRead()).to.equal(1)
+      network.isolate('a')
+      leader.tick(7)
+      expect(leader.core.isLeaseValid()).to.equal(true)
+      leader.tick(1)
+      expect(leader.status.tick).to.equal(9)
+      expect(leader.core.isLeaseValid()).to.equal(false)
+      expect(leader.core.leaseRead()).to.equal(null)
+    })
+
+    it('expires before any other server can be elected, even one campaigning at every tick', function () {
+      const network = TestNetwork.of(['a', 'b', 'c'], options)
+      network.elect('a')
+      network.tickAll(1)
+      network.isolate('a')
+      const leader = network.node('a')
+      const leaseExpiryTick = leader.core.leaseValidUntilTick()
+      expect(leaseExpiryTick).to.equal(9)
+      let electedAtTick = -1
+      for (let tick = 2; tick <= 40 && electedAtTick === -1; tick += 1) {
+        for (const node of network.nodes.values()) node.core.tick()
+        network.node('b').core.campaign()
+        network.settle()
+        if (network.node('b').status.role === 'leader') electedAtTick = tick
+      }
+      // b and c ignore votes until an election timeout after the heartbeat of tick 1 reached them.
+      expect(electedAtTick).to.equal(11)
+      expect(electedAtTick).to.be.at.least(leaseExpiryTick)
+    })
+
+    it('is void once the leader sent TimeoutNow, whose election ignores leases (Thesis §3.10)', function () {
+      const network = TestNetwork.of(['a', 'b', 'c'], options)
+      network.elect('a')
+      network.tickAll(1)
+      const leader = network.node('a')
+      expect(leader.core.leaseRead()).to.not.equal(null)
+      leader.core.transferLeadership('b')
+      expect(leader.core.leaseRead()).to.equal(null)
+    })
+
+    it('needs CheckQuorum: without it no lease is held', function () {
+      const network = TestNetwork.of(['a', 'b', 'c'], { ...options, checkQuorum: false })
+      network.elect('a')
+      network.tickAll(1)
+      expect(network.node('a').core.leaseValidUntilTick()).to.equal(0)
+    })
+
+    it('is not used before the leader has committed an entry of its term (its commit index may lag)', function () {
+      const network = TestNetwork.of(['a', 'b', 'c'], options)
+      network.dropIf = (m) => m.type === 'appendEntries'
+      network.elect('a')
+      network.tickAll(1)
+      const leader = network.node('a')
+      expect(leader.core.isLeaseValid()).to.equal(true)
+      expect(leader.core.leaseRead()).to.equal(null)
+    })
+  })
+})
