@@ -56,6 +56,10 @@ export class TokenResolver {
   ) {
     this.cacheEntriesMax = settings.cacheEntriesMax ?? 65_536
     state.changeListeners.add((tables, recordKeys) => this.invalidate(tables, recordKeys))
+    state.resetListeners.add(() => {
+      this.cache.clear()
+      this.digestByAccessor.clear()
+    })
   }
 
   private invalidate(tables: readonly Table[], recordKeys: readonly string[]): void {

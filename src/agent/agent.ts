@@ -100,8 +100,8 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   if (cloudProblem !== undefined) throw new ConfigError(cloudProblem)
   const { dataDir, temporary } = await prepareDataDir(config)
   const managementToken = config.initialManagementToken ?? (config.dev ? await devManagementToken(dataDir) : undefined)
-  const state = await StateStore.open(join(dataDir, 'state'))
-  const started = await startReplica(config, dataDir, state, log, onFatal)
+  const started = await startReplica(config, dataDir, log, onFatal)
+  const state = started.state
   const replica = started.cluster
   const clusterAddress = started.clusterAddress
   const now = Date.now

@@ -12,10 +12,12 @@ import { SingleNodeReplica } from '../replica/single-node.js'
 import { RaftReplica } from '../replica/raft-replica.js'
 import type { Cluster } from '../replica/cluster.js'
 import { PeerTransport } from '../transport/index.js'
-import type { StateStore } from '../state/store.js'
+import { StateStore } from '../state/store.js'
+import { finishStateSwitch } from '../state/snapshot.js'
 import { ConfigError, formatAddress, type AgentConfig } from './config.js'
 
 export interface StartedReplica {
+  state: StateStore
   cluster: Cluster
   clusterAddress: string
   /** Whether this is a new cluster whose log is empty (single node only: Raft nodes learn it from the state). */
@@ -36,19 +38,17 @@ function listen(server: TcpServer, host: string, port: number): Promise<AddressI
   })
 }
 
-export async function startReplica(
-  config: AgentConfig,
-  dataDir: string,
-  state: StateStore,
-  log: Logger,
-  onFatal: (error: unknown) => void,
-): Promise<StartedReplica> {
+export async function startReplica(config: AgentConfig, dataDir: string, log: Logger, onFatal: (error: unknown) => void): Promise<StartedReplica> {
   const peers = Object.entries(config.peers).filter(([name]) => name !== config.nodeName)
-  if (peers.length === 0) return startSingleNode(config, dataDir, state, onFatal)
+  const stateDirectory = join(dataDir, 'state')
+  if (peers.length === 0) return startSingleNode(config, dataDir, await StateStore.open(stateDirectory), onFatal)
   if (config.clusterKey === undefined) {
     throw new ConfigError('--cluster-key: a cluster of several nodes needs a cluster key (--cluster-key, --cluster-key-file or WARDEN_CLUSTER_KEY)')
   }
   const storage = await LevelRaftStorage.open(join(dataDir, 'raft'))
+  // A snapshot install that a crash interrupted is finished (or discarded) before the state is opened.
+  await finishStateSwitch(stateDirectory, storage.snapshot()?.index ?? 0)
+  const state = await StateStore.open(stateDirectory)
   const transport = await PeerTransport.start({
     nodeName: config.nodeName,
     advertiseAddress: formatAddress(config.clusterAddr),
@@ -68,9 +68,12 @@ export async function startReplica(
     onFatal,
     heartbeatIntervalMs: config.raft.heartbeatIntervalMs,
     electionTimeoutMs: config.raft.electionTimeoutMs,
+    snapshotThreshold: config.raft.snapshotThreshold,
+    stateDirectory,
   })
   replica.start()
   return {
+    state,
     cluster: replica,
     clusterAddress,
     singleNodeLogEmpty: false,
@@ -93,6 +96,7 @@ async function startSingleNode(config: AgentConfig, dataDir: string, state: Stat
   const replica = new SingleNodeReplica(logStore, state, config.nodeName, clusterAddress, onFatal)
   await replica.recover()
   return {
+    state,
     cluster: replica,
     clusterAddress,
     singleNodeLogEmpty: replica.logIsEmpty,

@@ -19,11 +19,12 @@ import { randomUUID, randomInt } from 'node:crypto'
 import type { Logger } from 'pino'
 import { WardenError } from '../lib/errors.js'
 import { SeededRng } from '../lib/rng.js'
-import { RaftCore, decodeConfiguration, type Entry, type Message, type Ready } from '../raft/index.js'
+import { RaftCore, decodeConfiguration, type Entry, type Message, type Ready, type SnapshotMetadata } from '../raft/index.js'
 import type { LevelRaftStorage } from '../raft/storage/level-storage.js'
 import { TransportError, type PeerTransport } from '../transport/index.js'
 import { COMMAND_VERSION, type ApplyResult, type Command } from '../state/commands.js'
 import { decodeCommand, encodeCommand, type StateStore } from '../state/store.js'
+import { IncomingState, openStateSnapshot, switchToStagedState } from '../state/snapshot.js'
 import type { Cluster, RaftState } from './cluster.js'
 
 export interface RaftReplicaOptions {
@@ -37,6 +38,10 @@ export interface RaftReplicaOptions {
   onFatal: (error: unknown) => void
   heartbeatIntervalMs: number
   electionTimeoutMs: number
+  /** Applied entries after which the node snapshots its state and compacts its log. */
+  snapshotThreshold: number
+  /** The live state's directory, beside which a snapshot from the leader is staged. */
+  stateDirectory: string
   /** How long a write or a read waits for a leader before failing with no_leader. */
   leaderWaitMs?: number
   /** How long a write waits for its entry to be applied before its outcome is unknown. */
@@ -44,7 +49,10 @@ export interface RaftReplicaOptions {
 }
 
 /** Messages between replicas besides Raft's own, carried by the transport's request/response. */
-type ReplicaRequest = { kind: 'propose'; data: Uint8Array }
+type ReplicaRequest =
+  | { kind: 'propose'; data: Uint8Array }
+  /** One chunk of a snapshot stream; the last one (done) carries the metadata and the leader's term. */
+  | { kind: 'snapshot'; id: string; seq: number; pairs: Array<[string, Uint8Array]>; done: boolean; term?: number; snapshot?: SnapshotMetadata }
 type ReplicaResponse = { result: ApplyResult; index: number }
 
 interface ProposalWaiter {
@@ -58,6 +66,8 @@ interface Waiter {
   resolve: () => void
   reject: (error: WardenError) => void
 }
+
+const SNAPSHOT_CHUNK_TIMEOUT_MS = 30_000
 
 /** Bound on proposals waiting for their entries to apply, and on reads waiting for their read index. */
 const WAITING_MAX = 16_384
@@ -102,6 +112,8 @@ export class RaftReplica implements Cluster {
         maxInflightMessages: 64,
         maxEntriesPerMessage: 512,
         maxBytesPerMessage: 1024 * 1024,
+        // Keep at most a snapshot interval of entries behind each snapshot for followers slightly behind.
+        trailingEntries: Math.min(1024, options.snapshotThreshold),
         appliedIndex: options.state.lastApplied,
       },
       options.storage,
@@ -147,18 +159,48 @@ export class RaftReplica implements Cluster {
       if (ready === null) return
       await this.handleReady(ready)
       this.core.advance(ready)
+      await this.maybeSnapshot()
     }
+  }
+
+  /**
+   * Every snapshotThreshold applied entries: make the state durable, record the snapshot (its data is the state
+   * database itself, read through a LevelDB snapshot when a follower needs it), and compact the log behind it, keeping
+   * the core's trailing entries so a follower slightly behind catches up from the log.
+   */
+  private async maybeSnapshot(): Promise<void> {
+    const applied = this.options.state.lastApplied
+    const last = this.options.storage.snapshot()?.index ?? 0
+    if (applied - last < this.options.snapshotThreshold) return
+    const metadata = this.core.snapshotMetadata(applied)
+    if (metadata === null) return
+    await this.options.state.sync()
+    await this.options.storage.saveSnapshot(metadata)
+    const compactTo = this.core.snapshotSaved(metadata.index)
+    await this.options.storage.compact(compactTo)
+    this.options.log.debug({ index: metadata.index, compactedTo: compactTo }, 'snapshot taken, log compacted')
   }
 
   private async handleReady(ready: Ready): Promise<void> {
     if (ready.softState !== undefined) this.onSoftState(ready.softState.role, ready.softState.leader)
     // 1. Persist before anything leaves (Thesis §3.8).
     if (ready.entries.length > 0 || ready.hardState !== undefined || ready.snapshot !== undefined) {
-      if (ready.snapshot !== undefined) throw new Error('installing a snapshot from the leader is not supported yet')
       await this.options.storage.persist(
-        { entries: ready.entries, ...(ready.hardState === undefined ? {} : { hardState: ready.hardState }) },
+        {
+          entries: ready.entries,
+          ...(ready.hardState === undefined ? {} : { hardState: ready.hardState }),
+          ...(ready.snapshot === undefined ? {} : { snapshot: ready.snapshot }),
+        },
         ready.mustSync,
       )
+    }
+    // 1a. A snapshot from the leader: its state was staged beside ours while it streamed; the log now depends on it,
+    // so switch to it (finishStateSwitch completes this at start if a crash interrupts it).
+    if (ready.snapshot !== undefined) {
+      await this.options.state.replace(switchToStagedState)
+      this.incoming = undefined
+      this.options.log.info({ index: ready.snapshot.index }, 'installed a snapshot from the leader')
+      this.releaseApplied()
     }
     // 2. Send. Loss is fine: Raft retries.
     for (const message of ready.messages) this.send(message)
@@ -175,8 +217,7 @@ export class RaftReplica implements Cluster {
 
   private send(message: Message): void {
     if (message.type === 'installSnapshot') {
-      // Streaming snapshots to a lagging follower is not built yet; the log is not compacted, so it is never needed.
-      this.core.reportSnapshot(message.to, false)
+      this.streamSnapshot(message.to, message.term)
       return
     }
     if (!this.options.transport.send(message.to, message)) this.core.reportUnreachable(message.to)
@@ -243,11 +284,79 @@ export class RaftReplica implements Cluster {
     this.kick()
   }
 
-  private async onPeerRequest(_from: string, request: ReplicaRequest): Promise<ReplicaResponse> {
+  private async onPeerRequest(from: string, request: ReplicaRequest): Promise<ReplicaResponse | { ok: true }> {
+    if (request?.kind === 'snapshot') return this.receiveSnapshotChunk(from, request)
     if (request?.kind !== 'propose') throw new WardenError('invalid_input', 'unknown replica request')
     if (this.role !== 'leader') throw new WardenError('no_leader', 'this node is no longer the leader; retry')
     const data = new Uint8Array(request.data)
     return this.proposeLocally(data)
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Snapshots to and from peers.
+
+  private readonly streaming = new Set<string>()
+  private incoming: { id: string; from: string; nextSeq: number; state: IncomingState } | undefined
+
+  /** Streams the state, as of one LevelDB snapshot, to a follower too far behind for the log; chunk by chunk, each acknowledged. */
+  private streamSnapshot(to: string, term: number): void {
+    if (this.streaming.has(to)) return
+    this.streaming.add(to)
+    const run = async (): Promise<void> => {
+      const reader = await openStateSnapshot(this.options.state)
+      try {
+        const snapshot = this.core.snapshotMetadata(reader.appliedIndex)
+        if (snapshot === null) throw new Error('no snapshot can be taken while one is being installed')
+        const id = randomUUID()
+        let seq = 0
+        for await (const pairs of reader.chunks()) {
+          await this.options.transport.request(to, { kind: 'snapshot', id, seq, pairs, done: false } satisfies ReplicaRequest, SNAPSHOT_CHUNK_TIMEOUT_MS)
+          seq += 1
+        }
+        await this.options.transport.request(to, { kind: 'snapshot', id, seq, pairs: [], done: true, term, snapshot } satisfies ReplicaRequest, SNAPSHOT_CHUNK_TIMEOUT_MS)
+        this.options.log.info({ to, index: snapshot.index, chunks: seq }, 'sent a snapshot')
+      } finally {
+        await reader.close()
+      }
+    }
+    run().then(
+      () => this.core.reportSnapshot(to, true),
+      (error: unknown) => {
+        this.options.log.warn({ err: error, to }, 'sending a snapshot failed; the leader will try again')
+        this.core.reportSnapshot(to, false)
+      },
+    ).finally(() => {
+      this.streaming.delete(to)
+      this.kick()
+    })
+  }
+
+  private async receiveSnapshotChunk(from: string, request: Extract<ReplicaRequest, { kind: 'snapshot' }>): Promise<{ ok: true }> {
+    if (request.seq === 0) {
+      await this.incoming?.state.abort()
+      this.incoming = undefined
+      this.incoming = { id: request.id, from, nextSeq: 0, state: await IncomingState.create(this.stateDirectory()) }
+    }
+    const incoming = this.incoming
+    if (incoming === undefined || incoming.id !== request.id || incoming.from !== from || incoming.nextSeq !== request.seq) {
+      throw new WardenError('invalid_input', 'snapshot chunk out of order; the leader restarts the stream')
+    }
+    await incoming.state.write(request.pairs)
+    incoming.nextSeq += 1
+    if (!request.done) return { ok: true }
+    const stagedIndex = await incoming.state.complete()
+    const snapshot = request.snapshot
+    if (snapshot === undefined || request.term === undefined || stagedIndex !== snapshot.index) {
+      throw new WardenError('invalid_input', 'snapshot stream ended without matching metadata')
+    }
+    // The core decides whether the snapshot is still wanted; if so, the next Ready installs the staged state.
+    this.core.step({ type: 'installSnapshot', from, to: this.options.nodeName, term: request.term, snapshot })
+    this.kick()
+    return { ok: true }
+  }
+
+  private stateDirectory(): string {
+    return this.options.stateDirectory
   }
 
   // ---------------------------------------------------------------------------------------------------------------

@@ -52,6 +52,8 @@ export function tableIndexKey(table: Table): string {
 
 export const APPLIED_KEY = `m${SEP}applied`
 export const BOOTSTRAP_KEY = `m${SEP}bootstrap`
+/** Written with sync to make every earlier write durable (see StateStore.sync). */
+export const SYNC_KEY = `m${SEP}sync`
 
 /** Two-part keys (namespace and name) for records addressed by name. */
 export function nsKey(namespace: string, name: string): string {

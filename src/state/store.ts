@@ -11,7 +11,7 @@ import { assert } from '../lib/assert.js'
 import { decode, encode } from './codec.js'
 import { dispatch, isKnownCommandType } from './apply.js'
 import { COMMAND_VERSION, type ApplyResult, type Command } from './commands.js'
-import { APPLIED_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
+import { APPLIED_KEY, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
 import { dbReader, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
 import { Watches } from './watch.js'
@@ -40,27 +40,65 @@ export function decodeCommand(bytes: Uint8Array, index: number): Command {
 export type ChangeListener = (tables: readonly Table[], recordKeys: readonly string[]) => void
 
 export class StateStore {
-  readonly reader: Reader
   readonly watches = new Watches()
   readonly changeListeners = new Set<ChangeListener>()
+  /** Called after the whole state was replaced by a snapshot: every derived cache must be dropped. */
+  readonly resetListeners = new Set<() => void>()
   private appliedIndex = 0
   private readonly tableIndexes = new Map<Table, number>()
+  private currentDb: StateDb
+  private currentReader: Reader
 
-  private constructor(readonly db: StateDb) {
-    this.reader = dbReader(db)
+  private constructor(
+    db: StateDb,
+    private readonly directory: string,
+  ) {
+    this.currentDb = db
+    this.currentReader = dbReader(db)
+  }
+
+  /** The LevelDB of the state. It changes when a snapshot is installed: read it through the store each time. */
+  get db(): StateDb {
+    return this.currentDb
+  }
+
+  get reader(): Reader {
+    return this.currentReader
   }
 
   static async open(directory: string): Promise<StateStore> {
-    const db: StateDb = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer' })
-    await db.open()
-    const store = new StateStore(db)
-    const applied = await db.get(APPLIED_KEY)
-    store.appliedIndex = applied === undefined ? 0 : decode<number>(applied)
-    for (const table of TABLES) {
-      const value = await db.get(tableIndexKey(table))
-      store.tableIndexes.set(table, value === undefined ? 0 : decode<number>(value))
-    }
+    const store = new StateStore(await openDb(directory), directory)
+    await store.loadIndexes()
     return store
+  }
+
+  private async loadIndexes(): Promise<void> {
+    const applied = await this.currentDb.get(APPLIED_KEY)
+    this.appliedIndex = applied === undefined ? 0 : decode<number>(applied)
+    for (const table of TABLES) {
+      const value = await this.currentDb.get(tableIndexKey(table))
+      this.tableIndexes.set(table, value === undefined ? 0 : decode<number>(value))
+    }
+  }
+
+  /**
+   * Replaces the whole state with a staged one (a snapshot received from the leader): `switchDirectories` moves the
+   * staged database into place while this store has it closed, then the store reopens, reloads its indexes and wakes
+   * every watcher and cache. Called from the apply loop only, so no apply runs meanwhile.
+   */
+  async replace(switchDirectories: (directory: string) => Promise<void>): Promise<void> {
+    await this.currentDb.close()
+    await switchDirectories(this.directory)
+    this.currentDb = await openDb(this.directory)
+    this.currentReader = dbReader(this.currentDb)
+    await this.loadIndexes()
+    for (const listener of this.resetListeners) listener()
+    this.watches.notifyAll()
+  }
+
+  /** Makes every write so far durable: LevelDB syncs its write-ahead log, which holds all earlier writes too. */
+  async sync(): Promise<void> {
+    await this.currentDb.put(SYNC_KEY, encode(this.appliedIndex), { sync: true })
   }
 
   get lastApplied(): number {
@@ -93,6 +131,12 @@ export class StateStore {
   }
 
   async close(): Promise<void> {
-    await this.db.close()
+    await this.currentDb.close()
   }
+}
+
+async function openDb(directory: string): Promise<StateDb> {
+  const db: StateDb = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer' })
+  await db.open()
+  return db
 }
