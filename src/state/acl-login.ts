@@ -5,10 +5,10 @@
  * index and dropped when missing, as Consul drops them. A token left with no privilege at all is refused.
  */
 import { applyError, type ApplyResult, type LoginWrite } from './commands.js'
-import { tokenHash } from './acl-tokens.js'
+import { insertToken, tokenIdsInUse, type TokenLinks } from './acl-tokens.js'
 import { nsKey } from './keys.js'
-import { DEFAULT_NAMESPACE, type AclRole, type AclToken, type IdLink } from './records.js'
-import { authMethodSpec, getByUnique, getRecord, roleSpec, secretDigest, tokenSpec, writeRecord } from './tables.js'
+import { DEFAULT_NAMESPACE, type AclRole, type IdLink } from './records.js'
+import { authMethodSpec, getByUnique, getRecord, roleSpec } from './tables.js'
 import type { Txn } from './txn.js'
 
 export async function createLoginToken(txn: Txn, login: LoginWrite, index: number): Promise<ApplyResult> {
@@ -20,10 +20,8 @@ export async function createLoginToken(txn: Txn, login: LoginWrite, index: numbe
       `Permission denied: auth method "${input.AuthMethod}" was deleted or changed while the login was being verified; log in again`,
     )
   }
-  if ((await getRecord(txn, tokenSpec, input.AccessorID)) !== undefined) return applyError('invalid_input', 'is already in use', 'AccessorID')
-  if ((await getByUnique(txn, tokenSpec, 'secret', secretDigest(input.SecretID))) !== undefined) {
-    return applyError('invalid_input', 'is already in use', 'SecretID')
-  }
+  const inUse = await tokenIdsInUse(txn, input)
+  if (inUse !== undefined) return inUse
   const roles: IdLink[] = []
   const missing: string[] = []
   for (const link of input.Roles) {
@@ -37,25 +35,8 @@ export async function createLoginToken(txn: Txn, login: LoginWrite, index: numbe
       `Permission denied: login through auth method "${input.AuthMethod}" yields no privilege: the roles its binding rules name do not exist (${missing.join(', ')})`,
     )
   }
-  const fields: Omit<AclToken, 'Hash' | 'CreateIndex' | 'ModifyIndex'> = {
-    AccessorID: input.AccessorID,
-    SecretID: input.SecretID,
-    Description: input.Description,
-    Policies: [],
-    Roles: roles,
-    TemplatedPolicies: input.TemplatedPolicies,
-    ServiceIdentities: input.ServiceIdentities,
-    NodeIdentities: input.NodeIdentities,
-    Local: input.Local,
-    AuthMethod: input.AuthMethod,
-    AuthMethodNamespace: login.authMethodNamespace,
-    ...(input.ExpirationTime === undefined ? {} : { ExpirationTime: input.ExpirationTime }),
-    CreateTime: input.CreateTime,
-    Namespace: input.Namespace,
-  }
-  const token: AclToken = { ...fields, Hash: tokenHash(fields), CreateIndex: index, ModifyIndex: index }
-  writeRecord(txn, tokenSpec, undefined, token)
-  return { ok: true, value: token }
+  const links: TokenLinks = { Policies: [], Roles: roles, TemplatedPolicies: input.TemplatedPolicies, ServiceIdentities: input.ServiceIdentities, NodeIdentities: input.NodeIdentities }
+  return insertToken(txn, input, links, index, login.authMethodNamespace)
 }
 
 /** As links by name resolve (links.ts): the token's namespace first, then the default namespace. */

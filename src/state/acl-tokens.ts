@@ -11,7 +11,8 @@ import type { AclToken, IdLink, NodeIdentity, ServiceIdentity, TemplatedPolicyLi
 import { deleteRecord, getByUnique, getRecord, policySpec, roleSpec, secretDigest, tokenSpec, writeRecord } from './tables.js'
 import type { Txn } from './txn.js'
 
-interface TokenLinks {
+/** A token's links as stored: policies and roles resolved to IDs. */
+export interface TokenLinks {
   Policies: IdLink[]
   Roles: IdLink[]
   TemplatedPolicies: TemplatedPolicyLink[]
@@ -47,15 +48,22 @@ function isApplyResult(value: TokenLinks | ApplyResult): value is ApplyResult {
   return 'ok' in value
 }
 
-export async function createToken(txn: Txn, input: TokenCreate, index: number): Promise<ApplyResult> {
+/** A new token's AccessorID and SecretID must not be in use: the error naming the first that is, if one is. */
+export async function tokenIdsInUse(txn: Txn, input: Pick<TokenCreate, 'AccessorID' | 'SecretID'>): Promise<ApplyResult | undefined> {
   if ((await getRecord(txn, tokenSpec, input.AccessorID)) !== undefined) {
     return applyError('invalid_input', 'is already in use', 'AccessorID')
   }
   if ((await getByUnique(txn, tokenSpec, 'secret', secretDigest(input.SecretID))) !== undefined) {
     return applyError('invalid_input', 'is already in use', 'SecretID')
   }
-  const links = await resolveTokenLinks(txn, input, input.Namespace)
-  if (isApplyResult(links)) return links
+  return undefined
+}
+
+/**
+ * Writes a new token at `index`: `input` with its links as resolved (`links`) and, for a token a login made, the
+ * namespace of the auth method that made it. The caller has checked everything else.
+ */
+export function insertToken(txn: Txn, input: TokenCreate, links: TokenLinks, index: number, authMethodNamespace?: string): ApplyResult {
   const fields: Omit<AclToken, 'Hash' | 'CreateIndex' | 'ModifyIndex'> = {
     AccessorID: input.AccessorID,
     SecretID: input.SecretID,
@@ -63,6 +71,7 @@ export async function createToken(txn: Txn, input: TokenCreate, index: number): 
     ...links,
     Local: input.Local,
     AuthMethod: input.AuthMethod,
+    ...(authMethodNamespace === undefined ? {} : { AuthMethodNamespace: authMethodNamespace }),
     ...(input.ExpirationTime === undefined ? {} : { ExpirationTime: input.ExpirationTime }),
     CreateTime: input.CreateTime,
     Namespace: input.Namespace,
@@ -70,6 +79,14 @@ export async function createToken(txn: Txn, input: TokenCreate, index: number): 
   const token: AclToken = { ...fields, Hash: tokenHash(fields), CreateIndex: index, ModifyIndex: index }
   writeRecord(txn, tokenSpec, undefined, token)
   return { ok: true, value: token }
+}
+
+export async function createToken(txn: Txn, input: TokenCreate, index: number): Promise<ApplyResult> {
+  const inUse = await tokenIdsInUse(txn, input)
+  if (inUse !== undefined) return inUse
+  const links = await resolveTokenLinks(txn, input, input.Namespace)
+  if (isApplyResult(links)) return links
+  return insertToken(txn, input, links, index)
 }
 
 export async function updateToken(txn: Txn, input: TokenUpdate, index: number): Promise<ApplyResult> {

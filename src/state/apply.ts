@@ -4,7 +4,7 @@
  * travel in the command.
  */
 import { assert } from '../lib/assert.js'
-import { applyError, type ApplyResult, type Command, type TokenCreate } from './commands.js'
+import { applyError, bareToken, type ApplyResult, type Command, type TokenCreate } from './commands.js'
 import {
   ANONYMOUS_TOKEN_ID,
   ANONYMOUS_TOKEN_SECRET,
@@ -87,21 +87,13 @@ async function initAcl(txn: Txn, bootstrapToken: TokenCreate | undefined, index:
   if ((await getRecord(txn, tokenSpec, ANONYMOUS_TOKEN_ID)) === undefined) {
     const result = await createToken(
       txn,
-      {
+      bareToken({
         AccessorID: ANONYMOUS_TOKEN_ID,
         SecretID: ANONYMOUS_TOKEN_SECRET,
         Description: 'Anonymous Token',
-        Policies: [],
-        Roles: [],
-        TemplatedPolicies: [],
-        ServiceIdentities: [],
-        NodeIdentities: [],
-        Local: false,
-        AuthMethod: '',
         // The anonymous token predates every request; the epoch marks it as built in.
         CreateTime: '1970-01-01T00:00:00Z',
-        Namespace: DEFAULT_NAMESPACE,
-      },
+      }),
       index,
     )
     if (!result.ok) return result

@@ -7,13 +7,15 @@
  * Commands are named resource then verb. Adding a command type is backwards compatible; changing the meaning of an
  * existing one needs a new COMMAND_VERSION.
  */
-import type {
-  AclAuthMethod,
-  AclBindingRule,
-  CloudLinkCondition,
-  NodeIdentity,
-  ServiceIdentity,
-  TemplatedPolicyLink,
+import {
+  DEFAULT_NAMESPACE,
+  type AclAuthMethod,
+  type AclBindingRule,
+  type AclPolicy,
+  type CloudLinkCondition,
+  type NodeIdentity,
+  type ServiceIdentity,
+  type TemplatedPolicyLink,
 } from './records.js'
 
 export const COMMAND_VERSION = 1
@@ -43,6 +45,27 @@ export interface TokenCreate extends LinkedFields {
   Namespace: string
 }
 
+/**
+ * A token with no policies, roles, templated policies or identities, not local, from no auth method, in the default
+ * namespace: the tokens the server makes itself (the anonymous token, the bootstrap token) start as this.
+ */
+export function bareToken(fields: Pick<TokenCreate, 'AccessorID' | 'SecretID' | 'Description' | 'CreateTime'>): TokenCreate {
+  return {
+    AccessorID: fields.AccessorID,
+    SecretID: fields.SecretID,
+    Description: fields.Description,
+    Policies: [],
+    Roles: [],
+    TemplatedPolicies: [],
+    ServiceIdentities: [],
+    NodeIdentities: [],
+    Local: false,
+    AuthMethod: '',
+    CreateTime: fields.CreateTime,
+    Namespace: DEFAULT_NAMESPACE,
+  }
+}
+
 /** An update replaces the token's mutable fields; immutable fields, when given, must equal the stored ones. */
 export interface TokenUpdate extends LinkedFields {
   AccessorID: string
@@ -64,14 +87,7 @@ export interface LoginWrite {
   authMethodModifyIndex: number
 }
 
-export interface PolicyWrite {
-  ID: string
-  Name: string
-  Description: string
-  Rules: string
-  Datacenters: string[]
-  Namespace: string
-}
+export type PolicyWrite = Omit<AclPolicy, 'Hash' | 'CreateIndex' | 'ModifyIndex'>
 
 export interface RoleWrite {
   ID: string

@@ -10,7 +10,8 @@ import {
   validateTemplateVariables,
   type TemplatedPolicyRecord,
 } from '../../acl/templated-policies.js'
-import { DEFAULT_NAMESPACE, type AclToken } from '../../state/records.js'
+import { bareToken } from '../../state/commands.js'
+import type { AclToken } from '../../state/records.js'
 import type { ApiContext } from '../context.js'
 import { readJsonObject } from '../body.js'
 import { LinkNames, renderToken } from '../render.js'
@@ -70,20 +71,12 @@ async function bootstrap(ctx: ApiContext): Promise<void> {
   }
   const token = await propose(ctx, {
     type: 'acl.bootstrap',
-    token: {
+    token: bareToken({
       AccessorID: newUuid(),
       SecretID: body.BootstrapSecret ? body.BootstrapSecret.toLowerCase() : newUuid(),
       Description: 'Bootstrap Token (Global Management)',
-      Policies: [],
-      Roles: [],
-      TemplatedPolicies: [],
-      ServiceIdentities: [],
-      NodeIdentities: [],
-      Local: false,
-      AuthMethod: '',
       CreateTime: formatTime(ctx.state.app.now()),
-      Namespace: DEFAULT_NAMESPACE,
-    },
+    }),
   })
   ctx.body = await renderToken(token as AclToken, new LinkNames(ctx.state.app.state.reader), true)
 }
