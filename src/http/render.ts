@@ -17,33 +17,41 @@ export class LinkNames {
 
   constructor(private readonly reader: Reader) {}
 
-  async policy(id: string): Promise<AclPolicy | undefined> {
-    if (!this.policies.has(id)) this.policies.set(id, await getRecord(this.reader, policySpec, id))
-    return this.policies.get(id)
+  policy(id: string): Promise<AclPolicy | undefined> {
+    return cached(this.policies, id, () => getRecord(this.reader, policySpec, id))
   }
 
-  async role(id: string): Promise<AclRole | undefined> {
-    if (!this.roles.has(id)) this.roles.set(id, await getRecord(this.reader, roleSpec, id))
-    return this.roles.get(id)
+  role(id: string): Promise<AclRole | undefined> {
+    return cached(this.roles, id, () => getRecord(this.reader, roleSpec, id))
   }
 
-  async policyLinks(links: IdLink[]): Promise<Array<{ ID: string; Name: string }>> {
-    const result: Array<{ ID: string; Name: string }> = []
-    for (const link of links) {
-      const policy = await this.policy(link.ID)
-      if (policy !== undefined) result.push({ ID: policy.ID, Name: policy.Name })
-    }
-    return result
+  policyLinks(links: IdLink[]): Promise<NamedLink[]> {
+    return named(links, (id) => this.policy(id))
   }
 
-  async roleLinks(links: IdLink[]): Promise<Array<{ ID: string; Name: string }>> {
-    const result: Array<{ ID: string; Name: string }> = []
-    for (const link of links) {
-      const role = await this.role(link.ID)
-      if (role !== undefined) result.push({ ID: role.ID, Name: role.Name })
-    }
-    return result
+  roleLinks(links: IdLink[]): Promise<NamedLink[]> {
+    return named(links, (id) => this.role(id))
   }
+}
+
+interface NamedLink {
+  ID: string
+  Name: string
+}
+
+async function cached<R>(cache: Map<string, R | undefined>, id: string, read: () => Promise<R | undefined>): Promise<R | undefined> {
+  if (!cache.has(id)) cache.set(id, await read())
+  return cache.get(id)
+}
+
+/** The links whose target still exists, in order, each with the target's current name. */
+async function named(links: IdLink[], target: (id: string) => Promise<NamedLink | undefined>): Promise<NamedLink[]> {
+  const result: NamedLink[] = []
+  for (const link of links) {
+    const found = await target(link.ID)
+    if (found !== undefined) result.push({ ID: found.ID, Name: found.Name })
+  }
+  return result
 }
 
 export async function renderToken(token: AclToken, names: LinkNames, showSecret: boolean): Promise<Record<string, unknown>> {
@@ -101,7 +109,10 @@ export async function renderRole(role: AclRole, names: LinkNames): Promise<Recor
   }
 }
 
-export function renderAuthMethod(method: AclAuthMethod, form: 'full' | 'list' = 'full'): Record<string, unknown> {
+/** Config keys that hold credentials: hidden from callers without acl:write, as SecretIDs are. */
+const AUTH_METHOD_SECRETS = ['ServiceAccountJWT', 'OIDCClientSecret']
+
+export function renderAuthMethod(method: AclAuthMethod, form: 'full' | 'list' = 'full', showSecrets = true): Record<string, unknown> {
   const body: Record<string, unknown> = {
     Name: method.Name,
     Type: method.Type,
@@ -109,7 +120,7 @@ export function renderAuthMethod(method: AclAuthMethod, form: 'full' | 'list' = 
     Description: method.Description,
     MaxTokenTTL: formatDuration(method.MaxTokenTTLMs),
     TokenLocality: method.TokenLocality,
-    Config: method.Config,
+    Config: showSecrets ? method.Config : hideSecrets(method.Config),
     NamespaceRules: method.NamespaceRules,
     Namespace: method.Namespace,
     CreateIndex: method.CreateIndex,
@@ -117,6 +128,12 @@ export function renderAuthMethod(method: AclAuthMethod, form: 'full' | 'list' = 
   }
   if (form === 'list') delete body.Config
   return body
+}
+
+function hideSecrets(config: Record<string, unknown>): Record<string, unknown> {
+  const shown = { ...config }
+  for (const key of AUTH_METHOD_SECRETS) if (key in shown) shown[key] = HIDDEN
+  return shown
 }
 
 export function renderBindingRule(rule: AclBindingRule, form: 'full' | 'list' = 'full'): Record<string, unknown> {

@@ -6,7 +6,8 @@ import { isValidRecordName, type RecordKind } from '../../acl/names.js'
 import type { LinkInput } from '../../state/commands.js'
 import { nsKey, recordKey } from '../../state/keys.js'
 import type { AclPolicy, AclRole, NodeIdentity, ServiceIdentity } from '../../state/records.js'
-import { getByUnique, getRecord, listByIndex, listRecords, policySpec, roleSpec } from '../../state/tables.js'
+import type { Reader } from '../../state/reader.js'
+import { getByUnique, getRecord, listByIndex, listRecords, policySpec, roleSpec, type TableSpec } from '../../state/tables.js'
 import type { ApiContext } from '../context.js'
 import { checkDatacenters, checkLinks, checkNodeIdentities, checkServiceIdentities, checkTemplatedPolicies } from '../acl-fields.js'
 import { readJsonObject } from '../body.js'
@@ -71,28 +72,38 @@ async function writePolicy(ctx: ApiContext, mode: 'create' | 'update'): Promise<
   ctx.body = renderPolicy(result as AclPolicy)
 }
 
-async function readPolicy(ctx: ApiContext, by: 'id' | 'name'): Promise<void> {
+/**
+ * GET of a policy or a role by ID, or by name in the caller's namespace; needs acl:read. A blocking read by ID waits on
+ * the record, one by name on the table.
+ */
+async function readByIdOrName<R extends AclPolicy | AclRole>(
+  ctx: ApiContext,
+  by: 'id' | 'name',
+  spec: TableSpec<R>,
+  render: (record: R, reader: Reader) => Promise<Record<string, unknown>> | Record<string, unknown>,
+): Promise<void> {
   const id = by === 'id' ? idParam(ctx.params.id) : undefined
   const name = by === 'name' ? (ctx.params.name ?? '') : undefined
   await serveRead(
     ctx,
     {
-      table: 'policy',
-      ...(id === undefined ? {} : { recordKey: recordKey('policy', id) }),
-      missing: () => new NotFoundError(`policy ${id === undefined ? `named "${name}"` : `"${id}"`} does not exist`),
+      table: spec.table,
+      ...(id === undefined ? {} : { recordKey: recordKey(spec.table, id) }),
+      missing: () => new NotFoundError(`${spec.table} ${id === undefined ? `named "${name}"` : `"${id}"`} does not exist`),
       consistency: 'all',
       blocking: true,
     },
     async () => {
       await requirePermission(ctx, 'acl', 'read')
       const { reader } = ctx.state.app.state
-      const policy =
-        id !== undefined
-          ? await getRecord(reader, policySpec, id)
-          : await getByUnique(reader, policySpec, 'name', nsKey(await namespaceOf(ctx), name ?? ''))
-      return policy === undefined ? { body: undefined } : { body: renderPolicy(policy), modifyIndex: policy.ModifyIndex }
+      const record = id !== undefined ? await getRecord(reader, spec, id) : await getByUnique(reader, spec, 'name', nsKey(await namespaceOf(ctx), name ?? ''))
+      return record === undefined ? { body: undefined } : { body: await render(record, reader), modifyIndex: record.ModifyIndex }
     },
   )
+}
+
+async function readPolicy(ctx: ApiContext, by: 'id' | 'name'): Promise<void> {
+  await readByIdOrName(ctx, by, policySpec, (policy) => renderPolicy(policy))
 }
 
 async function deleteById(ctx: ApiContext, type: 'acl.policy.delete' | 'acl.role.delete'): Promise<void> {
@@ -145,25 +156,7 @@ async function writeRole(ctx: ApiContext, mode: 'create' | 'update'): Promise<vo
 }
 
 async function readRole(ctx: ApiContext, by: 'id' | 'name'): Promise<void> {
-  const id = by === 'id' ? idParam(ctx.params.id) : undefined
-  const name = by === 'name' ? (ctx.params.name ?? '') : undefined
-  await serveRead(
-    ctx,
-    {
-      table: 'role',
-      ...(id === undefined ? {} : { recordKey: recordKey('role', id) }),
-      missing: () => new NotFoundError(`role ${id === undefined ? `named "${name}"` : `"${id}"`} does not exist`),
-      consistency: 'all',
-      blocking: true,
-    },
-    async () => {
-      await requirePermission(ctx, 'acl', 'read')
-      const { reader } = ctx.state.app.state
-      const role =
-        id !== undefined ? await getRecord(reader, roleSpec, id) : await getByUnique(reader, roleSpec, 'name', nsKey(await namespaceOf(ctx), name ?? ''))
-      return role === undefined ? { body: undefined } : { body: await renderRole(role, new LinkNames(reader)), modifyIndex: role.ModifyIndex }
-    },
-  )
+  await readByIdOrName(ctx, by, roleSpec, (role, reader) => renderRole(role, new LinkNames(reader)))
 }
 
 async function listRoles(ctx: ApiContext): Promise<void> {
