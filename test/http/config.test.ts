@@ -11,6 +11,10 @@ import { expect } from 'chai'
 import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
 import { expectErrorShape, secretWithRules, sleep, unique } from '../support/api.js'
 
+/**
+ * The contract's sixteen kinds, written out here rather than imported from src/http/config-kinds.ts: the test checks
+ * the server's list against the contract, so it must not take its expectation from the code under test.
+ */
 const KINDS = [
   'api-gateway',
   'bound-api-gateway',
@@ -433,6 +437,14 @@ describe('config entries', () => {
       expect(listed.body).to.deep.equal([])
       expect(listed.headers.get('x-service-results-filtered-by-acls')).to.equal('true')
       expect((await list('http-route', '', operator)).body).to.not.be.empty
+    })
+
+    it('an explicit mesh rule wins over operator: mesh = "read" with operator = "write" may not write mesh kinds', async () => {
+      const token = await secretWithRules(agent, 'mesh = "read"\noperator = "write"')
+      const denied = await put({ Kind: 'http-route', Name: unique('route') }, '', token)
+      expectErrorShape(denied, 403, 'permission_denied')
+      expect(denied.body.Error).to.include('mesh:write')
+      expect((await list('http-route', '', token)).status).to.equal(200)
     })
 
     it('mesh and proxy-defaults need no ACL to read, but still a valid token', async () => {
