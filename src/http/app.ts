@@ -4,7 +4,7 @@
  */
 import Koa from 'koa'
 import Router from '@koa/router'
-import { WardenError } from '../lib/errors.js'
+import { InvalidInputError, WardenError } from '../lib/errors.js'
 import type { AppServices, ApiContext } from './context.js'
 import { errorMiddleware } from './errors.js'
 import { consistencyOf } from './request.js'
@@ -38,6 +38,11 @@ export function createApp(services: AppServices): Koa {
     ctx.set('X-Service-Default-ACL-Policy', services.settings.defaultPolicy)
     // Contradictory consistency flags are refused on every endpoint, reads and writes alike, before anything runs.
     consistencyOf(ctx as ApiContext)
+    // Datacenters are not federated yet: a request for another one has no path (readings.md).
+    const dc = ctx.query.dc
+    if (typeof dc === 'string' && dc !== '' && dc !== services.settings.datacenter) {
+      throw new InvalidInputError('dc', `no path to datacenter ${JSON.stringify(dc)}`)
+    }
     await next()
     if (ctx.body !== undefined && ctx.body !== null && typeof ctx.body === 'object' && !Buffer.isBuffer(ctx.body) && Object.hasOwn(ctx.query, 'pretty')) {
       ctx.body = JSON.stringify(ctx.body, null, 4)

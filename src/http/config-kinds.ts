@@ -4,8 +4,9 @@
  * other field is kept as given, within a bound on size and nesting depth.
  *
  * Permissions written "X or Y" pass when either is allowed; a refusal names the first. Service-scoped kinds are
- * checked on the entry's Name (a `*` name is the authorizer's to judge as a wildcard). The mesh checks need no
- * fallback here: the authorizer already answers mesh from operator rules when no mesh rule exists.
+ * checked on the entry's Name (a `*` name is the authorizer's to judge as a wildcard). "mesh or operator" is Consul's
+ * MeshWrite/MeshRead: the authorizer answers mesh from the operator rule when no mesh rule exists, and an explicit
+ * mesh rule wins (`mesh = "read"` with `operator = "write"` may not write mesh entries), so only mesh is asked.
  */
 import { isValidIdentityName } from '../acl/names.js'
 import { deniedError, type PermissionAccess, type PermissionResource, type Permissions } from '../acl/authorization.js'
@@ -57,14 +58,8 @@ interface KindRules {
   read: Permission[] | 'none'
 }
 
-const MESH_WRITE: Permission[] = [
-  { resource: 'mesh', access: 'write', named: false },
-  { resource: 'operator', access: 'write', named: false },
-]
-const MESH_READ: Permission[] = [
-  { resource: 'mesh', access: 'read', named: false },
-  { resource: 'operator', access: 'read', named: false },
-]
+const MESH_WRITE: Permission[] = [{ resource: 'mesh', access: 'write', named: false }]
+const MESH_READ: Permission[] = [{ resource: 'mesh', access: 'read', named: false }]
 const SERVICE_WRITE: Permission[] = [{ resource: 'service', access: 'write', named: true }]
 const SERVICE_READ: Permission[] = [{ resource: 'service', access: 'read', named: true }]
 const INTENTIONS_WRITE: Permission[] = [{ resource: 'intention', access: 'write', named: true }]

@@ -44,7 +44,8 @@ function normalize(schema: Schema | undefined, value: unknown): unknown {
     // When a client sends both "Name" and "name", the exact spelling wins.
     if (Object.hasOwn(result, name) && name !== key) continue
     const itemSchema = properties[name] ?? (typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined)
-    result[name] = normalize(itemSchema, item)
+    // defineProperty, not assignment: a key `__proto__` must stay a field (refused as unknown), not set a prototype.
+    Object.defineProperty(result, name, { value: normalize(itemSchema, item), enumerable: true, writable: true, configurable: true })
   }
   return result
 }

@@ -202,6 +202,26 @@ describe('ACL enforcement on the ACL endpoints', () => {
     expect(response.body.ResolvedByAgent).to.equal('test-node')
   })
 
+  it('hides auth method credentials (ServiceAccountJWT) from a caller with only acl:read', async () => {
+    const created = await agent.request('PUT', '/v1/acl/auth-method', {
+      body: { Name: 'oidc-secret', Type: 'oidc', MaxTokenTTL: '10m', Config: { OIDCDiscoveryURL: 'https://idp.example.com', OIDCClientID: 'warden', OIDCClientSecret: 'very-secret', AllowedRedirectURIs: ['https://app.example.com/cb'] } },
+    })
+    expect(created.status, created.text).to.equal(200)
+    const hidden = await agent.request('GET', '/v1/acl/auth-method/oidc-secret', { token: reader.secret })
+    expect(hidden.body.Config.OIDCClientSecret).to.equal('<hidden>')
+    expect(hidden.text).to.not.include('very-secret')
+    const shown = await agent.request('GET', '/v1/acl/auth-method/oidc-secret', { token: writer.secret })
+    expect(shown.body.Config.OIDCClientSecret).to.equal('very-secret')
+  })
+
+  it('refuses a request for another datacenter on the ACL endpoints (no path to it)', async () => {
+    const response = await agent.request('PUT', '/v1/acl/policy?dc=dc9', { body: { Name: 'elsewhere-dc' } })
+    expect(response.status).to.equal(400)
+    expect(response.body.Field).to.equal('dc')
+    expect((await agent.request('GET', '/v1/acl/policy/name/elsewhere-dc')).status).to.equal(404)
+    expect((await agent.request('GET', '/v1/acl/policies?dc=dc1')).status).to.equal(200)
+  })
+
   it('refuses a caller deleting its own token', async () => {
     const response = await agent.request('DELETE', `/v1/acl/token/${writer.accessor}`, { token: writer.secret })
     expect(response.status).to.equal(400)

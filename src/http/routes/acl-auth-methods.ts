@@ -120,9 +120,10 @@ async function readAuthMethod(ctx: ApiContext): Promise<void> {
       blocking: true,
     },
     async () => {
-      await requirePermission(ctx, 'acl', 'read')
+      const caller = await requirePermission(ctx, 'acl', 'read')
       const method = await getRecord(ctx.state.app.state.reader, authMethodSpec, nsKey(namespace, name))
-      return method === undefined ? { body: undefined } : { body: renderAuthMethod(method), modifyIndex: method.ModifyIndex }
+      const showSecrets = caller.permissions.allows('acl', 'write')
+      return method === undefined ? { body: undefined } : { body: renderAuthMethod(method, 'full', showSecrets), modifyIndex: method.ModifyIndex }
     },
   )
 }

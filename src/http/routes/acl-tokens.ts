@@ -229,7 +229,10 @@ async function expansion(ctx: ApiContext, token: AclToken, names: LinkNames): Pr
   for (const source of identitySources) {
     for (const identity of source.ServiceIdentities) synthetic.push(serviceIdentityPolicy(identity.ServiceName, identity.Datacenters ?? []))
     for (const identity of source.NodeIdentities) synthetic.push(nodeIdentityPolicy(identity.NodeName, identity.Datacenter))
-    for (const link of source.TemplatedPolicies) synthetic.push(renderTemplate(link))
+    for (const link of source.TemplatedPolicies) {
+      const rendered = renderTemplate(link)
+      if (rendered !== undefined) synthetic.push(rendered)
+    }
   }
   for (const policy of synthetic) addPolicy({ ...policy, Namespace: token.Namespace })
   return {
@@ -243,8 +246,13 @@ async function expansion(ctx: ApiContext, token: AclToken, names: LinkNames): Pr
   }
 }
 
-function renderTemplate(link: TemplatedPolicyLink): SyntheticPolicy {
-  return renderTemplatedPolicy(link.TemplateName, link.TemplateVariables)
+function renderTemplate(link: TemplatedPolicyLink): SyntheticPolicy | undefined {
+  try {
+    return renderTemplatedPolicy(link.TemplateName, link.TemplateVariables)
+  } catch {
+    // A template this version no longer knows grants nothing, so it expands to nothing (as the authorizer treats it).
+    return undefined
+  }
 }
 
 async function readSelf(ctx: ApiContext): Promise<void> {
