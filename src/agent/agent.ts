@@ -95,7 +95,6 @@ function listen(server: Server | TcpServer, host: string, port: number): Promise
 }
 
 export async function startAgent(config: AgentConfig, log: Logger, onFatal: (error: unknown) => void): Promise<RunningAgent> {
-  if (config.join.length > 0) throw new ConfigError('--join: joining a running cluster is not supported yet; start every member with --peer')
   const cloudProblem = cloudSettingsProblem(config.cloud)
   if (cloudProblem !== undefined) throw new ConfigError(cloudProblem)
   const { dataDir, temporary } = await prepareDataDir(config)

@@ -41,7 +41,7 @@ function listen(server: TcpServer, host: string, port: number): Promise<AddressI
 export async function startReplica(config: AgentConfig, dataDir: string, log: Logger, onFatal: (error: unknown) => void): Promise<StartedReplica> {
   const peers = Object.entries(config.peers).filter(([name]) => name !== config.nodeName)
   const stateDirectory = join(dataDir, 'state')
-  if (peers.length === 0) return startSingleNode(config, dataDir, await StateStore.open(stateDirectory), onFatal)
+  if (peers.length === 0 && config.join.length === 0) return startSingleNode(config, dataDir, await StateStore.open(stateDirectory), onFatal)
   if (config.clusterKey === undefined) {
     throw new ConfigError('--cluster-key: a cluster of several nodes needs a cluster key (--cluster-key, --cluster-key-file or WARDEN_CLUSTER_KEY)')
   }
@@ -49,6 +49,7 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
   // A snapshot install that a crash interrupted is finished (or discarded) before the state is opened.
   await finishStateSwitch(stateDirectory, storage.snapshot()?.index ?? 0)
   const state = await StateStore.open(stateDirectory)
+  const joining = config.join.length > 0 && storage.lastIndex() === 0 && storage.snapshot() === null
   const transport = await PeerTransport.start({
     nodeName: config.nodeName,
     advertiseAddress: formatAddress(config.clusterAddr),
@@ -70,8 +71,12 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
     electionTimeoutMs: config.raft.electionTimeoutMs,
     snapshotThreshold: config.raft.snapshotThreshold,
     stateDirectory,
+    clusterKey: config.clusterKey,
+    joining,
   })
-  replica.start()
+  await replica.start()
+  // A new server joins through a running member; one that joined before knows the cluster from its own log.
+  if (joining) void replica.joinThrough(config.join, clusterAddress)
   return {
     state,
     cluster: replica,

@@ -4,6 +4,7 @@
  * the HTTP layer does not change.
  */
 import type { ApplyResult, Command } from '../state/commands.js'
+import type { JoinRequest } from '../lib/join-proof.js'
 
 export interface RaftState {
   node: string
@@ -39,6 +40,11 @@ export interface Cluster {
   membership(): { index: number; servers: Array<{ id: string; address: string; voter: boolean }> }
   /** This node's Raft state, for operators and the cluster tool. */
   raftState(): RaftState
+  /**
+   * Adds a server proven to hold the cluster key: records its address, adds it as a non-voter, and promotes it once
+   * it has caught up. Answers every member's address, for the joining server's peer links.
+   */
+  join(request: JoinRequest): Promise<{ members: Record<string, string> }>
   /** Removes a server from the configuration (through the log). Rejects with a WardenError. */
   removeServer(which: { id?: string; address?: string }): Promise<void>
 }

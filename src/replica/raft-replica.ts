@@ -19,12 +19,14 @@ import { randomUUID, randomInt } from 'node:crypto'
 import type { Logger } from 'pino'
 import { WardenError } from '../lib/errors.js'
 import { SeededRng } from '../lib/rng.js'
-import { RaftCore, decodeConfiguration, type Entry, type Message, type Ready, type SnapshotMetadata } from '../raft/index.js'
+import { RaftCore, decodeConfiguration, type ConfChange, type Entry, type Message, type Ready, type SnapshotMetadata } from '../raft/index.js'
 import type { LevelRaftStorage } from '../raft/storage/level-storage.js'
 import { TransportError, type PeerTransport } from '../transport/index.js'
 import { COMMAND_VERSION, type ApplyResult, type Command } from '../state/commands.js'
 import { decodeCommand, encodeCommand, type StateStore } from '../state/store.js'
 import { IncomingState, openStateSnapshot, switchToStagedState } from '../state/snapshot.js'
+import { listRecords, memberSpec } from '../state/tables.js'
+import { makeJoinRequest, verifyJoinRequest, type JoinRequest } from '../lib/join-proof.js'
 import type { Cluster, RaftState } from './cluster.js'
 
 export interface RaftReplicaOptions {
@@ -42,6 +44,10 @@ export interface RaftReplicaOptions {
   snapshotThreshold: number
   /** The live state's directory, beside which a snapshot from the leader is staged. */
   stateDirectory: string
+  /** The cluster key, to check a joining server's proof. */
+  clusterKey: string
+  /** A server joining a running cluster starts with no configuration and learns it from the leader. */
+  joining?: boolean
   /** How long a write or a read waits for a leader before failing with no_leader. */
   leaderWaitMs?: number
   /** How long a write waits for its entry to be applied before its outcome is unknown. */
@@ -51,6 +57,8 @@ export interface RaftReplicaOptions {
 /** Messages between replicas besides Raft's own, carried by the transport's request/response. */
 type ReplicaRequest =
   | { kind: 'propose'; data: Uint8Array }
+  | { kind: 'join'; node: string; address: string }
+  | { kind: 'remove'; node: string }
   /** One chunk of a snapshot stream; the last one (done) carries the metadata and the leader's term. */
   | { kind: 'snapshot'; id: string; seq: number; pairs: Array<[string, Uint8Array]>; done: boolean; term?: number; snapshot?: SnapshotMetadata }
 type ReplicaResponse = { result: ApplyResult; index: number }
@@ -68,6 +76,8 @@ interface Waiter {
 }
 
 const SNAPSHOT_CHUNK_TIMEOUT_MS = 30_000
+/** How long the leader waits for a joining server to catch up before leaving it a non-voter. */
+const PROMOTION_WAIT_MS = 120_000
 
 /** Bound on proposals waiting for their entries to apply, and on reads waiting for their read index. */
 const WAITING_MAX = 16_384
@@ -99,7 +109,7 @@ export class RaftReplica implements Cluster {
     this.tickMs = Math.max(5, Math.floor(options.heartbeatIntervalMs / 2))
     this.leaderWaitMs = options.leaderWaitMs ?? 7_000
     this.applyWaitMs = options.applyWaitMs ?? 10_000
-    const voters = [...options.members.keys()].sort()
+    const voters = options.joining === true ? [] : [...options.members.keys()].sort()
     const seed = randomInt(0, 2 ** 32)
     this.core = new RaftCore(
       {
@@ -121,7 +131,12 @@ export class RaftReplica implements Cluster {
     )
   }
 
-  start(): void {
+  async start(): Promise<void> {
+    // Addresses of servers that joined after the founding members are in the replicated member table.
+    for (const member of await listRecords(this.options.state.reader, memberSpec)) {
+      if (member.Node !== this.options.nodeName) this.members.set(member.Node, member.Address)
+    }
+    this.updatePeers()
     const { transport } = this.options
     transport.onMessage((from, message) => this.onPeerMessage(from, message))
     transport.onRequest((from, request) => this.onPeerRequest(from, request as ReplicaRequest))
@@ -130,7 +145,7 @@ export class RaftReplica implements Cluster {
       this.kick()
     }, this.tickMs)
     // A cluster of one needs no election timeout to find out it wins.
-    if (this.members.size === 1) this.core.campaign()
+    if (this.members.size === 1 && this.options.joining !== true) this.core.campaign()
     this.kick()
   }
 
@@ -227,7 +242,15 @@ export class RaftReplica implements Cluster {
     const { state } = this.options
     let result: ApplyResult
     if (entry.type === 'command') {
-      result = await state.apply(decodeCommand(entry.data, entry.index), entry.index)
+      const command = decodeCommand(entry.data, entry.index)
+      result = await state.apply(command, entry.index)
+      if (command.type === 'raft.member.set' && command.Node !== this.options.nodeName) {
+        this.members.set(command.Node, command.Address)
+        this.updatePeers()
+      } else if (command.type === 'raft.member.delete' && command.Node !== this.options.nodeName) {
+        this.members.delete(command.Node)
+        this.updatePeers()
+      }
     } else {
       // Noops and configurations change no record, but the applied index must advance through them.
       result = await state.apply({ v: COMMAND_VERSION, type: 'noop' }, entry.index)
@@ -264,6 +287,34 @@ export class RaftReplica implements Cluster {
   private onBecomeLeader(): void {
     this.options.log.info({ term: this.core.status().term }, 'became leader')
     for (const listener of this.leadershipListeners) listener()
+    // Founding members know each other from their flags; a server that joins later learns them from this table.
+    void this.readBarrier('consistent')
+      .then(() => this.recordKnownMembers())
+      .catch((error: unknown) => this.options.log.debug({ err: error }, 'recording members failed; the next leader retries'))
+  }
+
+  /**
+   * On a new leader: every member of the configuration has its address recorded, and addresses of servers no longer in
+   * it (a leader that removed itself) are forgotten. A server between its address and its configuration change (a
+   * join under way) loses its address too; its join is retried and records it again.
+   */
+  private async recordKnownMembers(): Promise<void> {
+    const recorded = new Map((await listRecords(this.options.state.reader, memberSpec)).map((member) => [member.Node, member.Address]))
+    const configuration = this.core.status().configuration
+    const inConfiguration = new Set([...configuration.voters, ...configuration.learners])
+    for (const [node, address] of this.members) {
+      if (address !== '' && inConfiguration.has(node) && recorded.get(node) !== address) {
+        await this.propose({ v: COMMAND_VERSION, type: 'raft.member.set', Node: node, Address: address })
+      }
+    }
+    for (const node of recorded.keys()) {
+      if (!inConfiguration.has(node)) await this.propose({ v: COMMAND_VERSION, type: 'raft.member.delete', Node: node })
+    }
+  }
+
+  private updatePeers(): void {
+    const peers = new Map([...this.members].filter(([node, address]) => node !== this.options.nodeName && address !== ''))
+    this.options.transport.setPeers(peers)
   }
 
   private readonly leadershipListeners = new Set<() => void>()
@@ -284,8 +335,13 @@ export class RaftReplica implements Cluster {
     this.kick()
   }
 
-  private async onPeerRequest(from: string, request: ReplicaRequest): Promise<ReplicaResponse | { ok: true }> {
+  private async onPeerRequest(from: string, request: ReplicaRequest): Promise<ReplicaResponse | { ok: true; members?: Record<string, string> }> {
     if (request?.kind === 'snapshot') return this.receiveSnapshotChunk(from, request)
+    if (request?.kind === 'join') return { ok: true, ...(await this.joinAsLeader(request.node, request.address)) }
+    if (request?.kind === 'remove') {
+      await this.removeAsLeader(request.node)
+      return { ok: true }
+    }
     if (request?.kind !== 'propose') throw new WardenError('invalid_input', 'unknown replica request')
     if (this.role !== 'leader') throw new WardenError('no_leader', 'this node is no longer the leader; retry')
     const data = new Uint8Array(request.data)
@@ -543,16 +599,141 @@ export class RaftReplica implements Cluster {
     }
   }
 
+  async join(request: JoinRequest): Promise<{ members: Record<string, string> }> {
+    if (!verifyJoinRequest(this.options.clusterKey, request, Date.now())) {
+      throw new WardenError('permission_denied', 'the join request does not prove the cluster key (or is older than a minute)')
+    }
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(request.Node)) throw new WardenError('invalid_input', 'Node: is not a valid node name', 'Node')
+    return this.onLeader(
+      () => this.joinAsLeader(request.Node, request.Address),
+      (leader) => this.forwardMembership(leader, { kind: 'join', node: request.Node, address: request.Address }),
+    )
+  }
+
   async removeServer(which: { id?: string; address?: string }): Promise<void> {
     const id = which.id ?? [...this.members].find(([, address]) => address === which.address)?.[0]
     if (id === undefined || !this.membership().servers.some((server) => server.id === id)) {
       throw new WardenError('invalid_input', `${which.id ?? which.address} is not a server of this cluster`, which.id !== undefined ? 'id' : 'address')
     }
-    if (this.role !== 'leader') throw new WardenError('no_leader', 'membership changes go through the leader; send this to the leader')
-    const proposed = this.core.proposeConfChange({ type: 'removeServer', nodeId: id })
-    if (!proposed.ok) throw new WardenError('invalid_input', `cannot remove ${id}: ${proposed.message}`, 'id')
-    this.kick()
-    await this.afterApplied(proposed.index)
+    await this.onLeader(
+      () => this.removeAsLeader(id),
+      async (leader) => {
+        await this.forwardMembership(leader, { kind: 'remove', node: id })
+      },
+    )
+  }
+
+  /** Runs `local` on the leader, or `forward` to the leader from a follower, waiting a while for a leader to exist. */
+  private async onLeader<T>(local: () => Promise<T>, forward: (leader: string) => Promise<T>): Promise<T> {
+    this.checkRunning()
+    const deadline = Date.now() + this.leaderWaitMs
+    for (;;) {
+      if (this.role === 'leader') return local()
+      if (this.leaderId !== null) return forward(this.leaderId)
+      await this.waitForLeader(deadline)
+    }
+  }
+
+  private async forwardMembership(leader: string, request: ReplicaRequest): Promise<{ members: Record<string, string> }> {
+    try {
+      const response = (await this.options.transport.request(leader, request, this.applyWaitMs)) as { members?: Record<string, string> }
+      return { members: response.members ?? {} }
+    } catch (error) {
+      if (error instanceof TransportError) throw new WardenError(error.delivered === 'no' ? 'no_leader' : 'outcome_unknown', `the leader ${leader} did not answer: ${error.message}`)
+      throw error
+    }
+  }
+
+  /** A membership change, retried while the previous one (or this leader's first entry) is still uncommitted. */
+  private async changeMembership(change: ConfChange): Promise<void> {
+    const deadline = Date.now() + this.applyWaitMs
+    for (;;) {
+      if (this.role !== 'leader') throw new WardenError('no_leader', 'leadership changed during a membership change; retry')
+      const proposed = this.core.proposeConfChange(change)
+      if (proposed.ok) {
+        this.kick()
+        await this.afterApplied(proposed.index)
+        return
+      }
+      if (proposed.error !== 'configuration_change_pending' || Date.now() > deadline) {
+        throw new WardenError('invalid_input', `cannot ${change.type} ${change.nodeId}: ${proposed.message}`)
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
+
+  private async joinAsLeader(node: string, address: string): Promise<{ members: Record<string, string> }> {
+    const configuration = this.core.status().configuration
+    await this.propose({ v: COMMAND_VERSION, type: 'raft.member.set', Node: node, Address: address })
+    if (!configuration.voters.includes(node) && !configuration.learners.includes(node)) {
+      // Thesis §4.2.1: a new server joins without a vote, so that it cannot slow down commits while it catches up.
+      await this.changeMembership({ type: 'addLearner', nodeId: node })
+      this.options.log.info({ node, address }, 'server joined as a non-voter')
+    }
+    if (!this.core.status().configuration.voters.includes(node)) void this.promoteWhenCaughtUp(node)
+    return { members: Object.fromEntries(this.members) }
+  }
+
+  /** Promotes a learner once its log has reached the leader's commit index, checking for a bounded time. */
+  private async promoteWhenCaughtUp(node: string): Promise<void> {
+    if (this.promoting.has(node)) return
+    this.promoting.add(node)
+    try {
+      const deadline = Date.now() + PROMOTION_WAIT_MS
+      while (!this.stopped && this.role === 'leader' && Date.now() < deadline) {
+        const status = this.core.status()
+        if (!status.configuration.learners.includes(node)) return
+        const progress = status.progress?.[node]
+        if (progress !== undefined && progress.matchIndex >= status.commitIndex) {
+          await this.changeMembership({ type: 'addVoter', nodeId: node })
+          this.options.log.info({ node }, 'server caught up and became a voter')
+          return
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      this.options.log.warn({ node }, 'a joining server did not catch up in time; it stays a non-voter until it joins again')
+    } catch (error) {
+      this.options.log.warn({ err: error, node }, 'promoting a joining server failed')
+    } finally {
+      this.promoting.delete(node)
+    }
+  }
+
+  private readonly promoting = new Set<string>()
+
+  /** Removes a server (Thesis §4.2.2: the leader may remove itself; it steps down once the change commits). */
+  private async removeAsLeader(node: string): Promise<void> {
+    await this.changeMembership({ type: 'removeServer', nodeId: node })
+    this.options.log.info({ node }, 'server removed')
+    // The address goes after the configuration change, so the links the change needs stay up until it commits. A
+    // leader that removed itself has stepped down and is out of the cluster: the next leader forgets its address.
+    if (node !== this.options.nodeName) await this.propose({ v: COMMAND_VERSION, type: 'raft.member.delete', Node: node })
+  }
+
+  /** Joins a running cluster through one of its members' HTTP addresses (the `--join` flag). */
+  async joinThrough(httpAddresses: readonly string[], advertiseAddress: string): Promise<void> {
+    for (let attempt = 0; !this.stopped; attempt += 1) {
+      for (const httpAddress of httpAddresses) {
+        try {
+          const request = makeJoinRequest(this.options.clusterKey, this.options.nodeName, advertiseAddress, Date.now())
+          const response = await fetch(`http://${httpAddress}/v1/operator/raft/join`, {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify(request),
+            signal: AbortSignal.timeout(this.applyWaitMs),
+          })
+          const body = (await response.json()) as { Members?: Record<string, string>; Error?: string }
+          if (!response.ok || body.Members === undefined) throw new Error(body.Error ?? `HTTP ${response.status}`)
+          for (const [node, address] of Object.entries(body.Members)) if (node !== this.options.nodeName) this.members.set(node, address)
+          this.updatePeers()
+          this.options.log.info({ through: httpAddress, members: Object.keys(body.Members) }, 'joined the cluster')
+          return
+        } catch (error) {
+          this.options.log.warn({ err: error, through: httpAddress, attempt }, 'join attempt failed; retrying')
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 250 * 2 ** Math.min(attempt, 5))))
+    }
   }
 
   raftState(): RaftState {

@@ -140,6 +140,10 @@ export class SingleNodeReplica implements Cluster {
     return { index: 1, servers: [{ id: this.nodeName, address: this.address, voter: true }] }
   }
 
+  async join(): Promise<{ members: Record<string, string> }> {
+    throw new InvalidInputError(undefined, 'this node runs a single-node cluster (no --peer): start every member with --peer and a cluster key to form a cluster')
+  }
+
   async removeServer(which: { id?: string; address?: string }): Promise<void> {
     const known = which.id === this.nodeName || which.address === this.address
     if (!known) throw new InvalidInputError(which.id !== undefined ? 'id' : 'address', 'is not a server of this cluster')

@@ -24,6 +24,7 @@ import { deleteAuthMethod, deleteBindingRule, setAuthMethod, setBindingRule } fr
 import { applyConfigEntry, deleteConfigEntry } from './config-entries.js'
 import { deleteLink, setLink, setLinkStatus } from './link.js'
 import type { Txn } from './txn.js'
+import { deleteMember, setMember } from './members.js'
 
 type Handler<T extends Command['type']> = (txn: Txn, command: Extract<Command, { type: T }>, index: number) => Promise<ApplyResult>
 
@@ -54,6 +55,8 @@ const handlers: { [T in Command['type']]: Handler<T> } = {
   'link.set': (txn, command, index) => setLink(txn, command.link, command.version, index),
   'link.delete': (txn, command) => deleteLink(txn, command.version),
   'link.status': (txn, command, index) => setLinkStatus(txn, command.status, index),
+  'raft.member.set': (txn, command, index) => setMember(txn, command.Node, command.Address, index),
+  'raft.member.delete': (txn, command) => deleteMember(txn, command.Node),
   noop: async () => ({ ok: true }),
 }
 

@@ -157,6 +157,8 @@ export type Command =
   | { v: 1; type: 'link.set'; link: LinkWrite; version?: number }
   | { v: 1; type: 'link.delete'; version?: number }
   | { v: 1; type: 'link.status'; status: LinkStatusWrite }
+  | { v: 1; type: 'raft.member.set'; Node: string; Address: string }
+  | { v: 1; type: 'raft.member.delete'; Node: string }
   | { v: 1; type: 'noop' }
 
 export type CommandType = Command['type']

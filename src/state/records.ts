@@ -154,3 +154,11 @@ export interface CloudLink {
   CreateIndex: number
   ModifyIndex: number
 }
+
+/** A server of the cluster and the address it advertises, replicated so that every node can dial every other. */
+export interface ClusterMember {
+  Node: string
+  Address: string
+  CreateIndex: number
+  ModifyIndex: number
+}

@@ -16,7 +16,7 @@ import {
 import { decode } from './codec.js'
 import { getDecoded, type Reader } from './reader.js'
 import type { Txn } from './txn.js'
-import type { AclAuthMethod, AclBindingRule, AclPolicy, AclRole, AclToken, ConfigEntry } from './records.js'
+import type { AclAuthMethod, AclBindingRule, AclPolicy, AclRole, AclToken, ClusterMember, ConfigEntry } from './records.js'
 
 export interface TableSpec<R> {
   table: Table
@@ -78,6 +78,13 @@ export const bindingRuleSpec: TableSpec<AclBindingRule> = {
   key: (rule) => rule.ID,
   unique: {},
   multi: { ns: (rule) => [rule.Namespace], authmethod: (rule) => [nsKey(rule.Namespace, rule.AuthMethod)] },
+}
+
+export const memberSpec: TableSpec<ClusterMember> = {
+  table: 'member',
+  key: (member) => member.Node,
+  unique: {},
+  multi: {},
 }
 
 /** Config entries are keyed by kind, namespace and name, so a list by kind is one prefix scan. */

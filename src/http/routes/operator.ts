@@ -6,6 +6,9 @@ import Router from '@koa/router'
 import { InvalidInputError } from '../../lib/errors.js'
 import type { ApiContext } from '../context.js'
 import { queryParam, requirePermission } from '../request.js'
+import { readJsonObject } from '../body.js'
+import { validateBody, type Schema } from '../validate.js'
+import type { JoinRequest } from '../../lib/join-proof.js'
 
 async function configuration(ctx: ApiContext): Promise<void> {
   await requirePermission(ctx, 'operator', 'read')
@@ -50,7 +53,31 @@ async function raftState(ctx: ApiContext): Promise<void> {
   }
 }
 
+/**
+ * A server joining the cluster (`warden agent --join`): it proves the cluster key with an HMAC instead of presenting
+ * an ACL token, since a new server has none.
+ */
+async function join(ctx: ApiContext): Promise<void> {
+  const body = validateBody<JoinRequest>(joinSchema, await readJsonObject(ctx))
+  const result = await ctx.state.app.cluster.join(body)
+  ctx.body = { Members: result.members }
+}
+
+const joinSchema: Schema = {
+  type: 'object',
+  properties: {
+    Node: { type: 'string', minLength: 1, maxLength: 128 },
+    Address: { type: 'string', minLength: 3, maxLength: 300 },
+    Time: { type: 'number' },
+    Nonce: { type: 'string', maxLength: 64 },
+    Proof: { type: 'string', maxLength: 128 },
+  },
+  required: ['Node', 'Address', 'Time', 'Nonce', 'Proof'],
+  additionalProperties: false,
+}
+
 export function operatorRoutes(router: Router): void {
+  router.post('/v1/operator/raft/join', (ctx) => join(ctx as ApiContext))
   router.get('/v1/operator/raft/state', (ctx) => raftState(ctx as ApiContext))
   router.get('/v1/operator/raft/configuration', (ctx) => configuration(ctx as ApiContext))
   router.delete('/v1/operator/raft/peer', (ctx) => removePeer(ctx as ApiContext))

@@ -55,6 +55,7 @@ import {
   getRecord,
   listByIndex,
   listRecords,
+  memberSpec,
   policySpec,
   roleSpec,
   secretDigest,
@@ -94,6 +95,8 @@ const ALL_COMMAND_TYPES: Record<CommandType, true> = {
   'link.set': true,
   'link.delete': true,
   'link.status': true,
+  'raft.member.set': true,
+  'raft.member.delete': true,
   noop: true,
 }
 /** Command types some test below applied; the last test checks that this covers the union. */
@@ -1020,6 +1023,21 @@ describe('state: apply', function () {
       expect(await h.ok(cmd.linkDelete(0))).to.equal(true)
       expect(await h.ok(cmd.linkStatus(linkStatus('g1')))).to.equal(false)
       expect(await h.link()).to.equal(undefined)
+    })
+  })
+
+  describe('raft.member.*', function () {
+    it('raft.member.set records a server address; the same address again writes nothing; delete is idempotent', async function () {
+      const created = await h.ok<{ Node: string; Address: string; CreateIndex: number; ModifyIndex: number }>({ v: 1, type: 'raft.member.set', Node: 'n4', Address: '127.0.0.1:9004' })
+      expect(created).to.deep.equal({ Node: 'n4', Address: '127.0.0.1:9004', CreateIndex: 1, ModifyIndex: 1 })
+      expect(h.store.tableIndex('member')).to.equal(1)
+      await h.ok({ v: 1, type: 'raft.member.set', Node: 'n4', Address: '127.0.0.1:9004' })
+      expect(h.store.tableIndex('member')).to.equal(1)
+      const moved = await h.ok<{ Address: string; ModifyIndex: number }>({ v: 1, type: 'raft.member.set', Node: 'n4', Address: '127.0.0.1:9005' })
+      expect(moved).to.deep.include({ Address: '127.0.0.1:9005', ModifyIndex: 3 })
+      expect(await h.ok({ v: 1, type: 'raft.member.delete', Node: 'n4' })).to.equal(true)
+      expect(await h.ok({ v: 1, type: 'raft.member.delete', Node: 'n4' })).to.equal(true)
+      expect(await listRecords(h.store.reader, memberSpec)).to.deep.equal([])
     })
   })
 
