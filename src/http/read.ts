@@ -40,8 +40,10 @@ export function waitingQueryCount(): number {
 
 export async function serveRead(ctx: ApiContext, spec: ReadSpec, run: () => Promise<ReadResult>): Promise<void> {
   const { state, cluster, settings } = ctx.state.app
-  const { mode } = consistencyOf(ctx)
-  const effective = spec.consistency === 'all' ? mode : 'leader'
+  const { mode, maxStaleMs } = consistencyOf(ctx)
+  let effective = spec.consistency === 'all' ? mode : 'leader'
+  // ?max_stale: a stale read, unless this node has not heard from the leader for longer; then the leader's view.
+  if (effective === 'stale' && maxStaleMs !== undefined && !cluster.isLeader() && cluster.lastContactMs() >= maxStaleMs) effective = 'leader'
   await cluster.readBarrier(effective)
   const blocking = spec.blocking ? blockingOf(ctx) : undefined
   let result = await run()

@@ -101,6 +101,17 @@ describe('a three-node Raft cluster of real processes', function () {
     }
   })
 
+  it('serves ?max_stale from a follower in touch with the leader, and from the leader view when the bound is tighter', async () => {
+    const leader = await cluster.leader()
+    const follower = cluster.node(cluster.followers(leader)[0]!)
+    const relaxed = await follower.request('GET', '/v1/acl/policies?max_stale=10s')
+    expect(relaxed.status).to.equal(200)
+    expect(relaxed.headers.get('x-service-effective-consistency')).to.equal('stale')
+    const strict = await follower.request('GET', '/v1/acl/policies?max_stale=0s')
+    expect(strict.status).to.equal(200)
+    expect(strict.headers.get('x-service-effective-consistency')).to.equal('leader')
+  })
+
   it('keeps writing through kill -9 of a follower, and the restarted follower catches up', async () => {
     const leader = await cluster.leader()
     const victim = cluster.followers(leader)[0]!
