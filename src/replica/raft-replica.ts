@@ -140,6 +140,11 @@ export class RaftReplica implements Cluster {
     const { transport } = this.options
     transport.onMessage((from, message) => this.onPeerMessage(from, message))
     transport.onRequest((from, request) => this.onPeerRequest(from, request as ReplicaRequest))
+    transport.onPeerState((peer, connected) => {
+      // A peer may be dialed through a proxy; what operators see is the address it advertised in its handshake.
+      const advertised = connected ? transport.stats().peers.get(peer)?.advertiseAddress : undefined
+      if (advertised !== undefined) this.advertised.set(peer, advertised)
+    })
     this.ticker = setInterval(() => {
       this.core.tick()
       this.kick()
@@ -570,13 +575,21 @@ export class RaftReplica implements Cluster {
     if (this.failed) throw new WardenError('no_leader', 'this node stopped after a storage failure; retry on another node')
   }
 
+  /** Addresses peers advertised in their handshakes, which may differ from the addresses dialed (proxies). */
+  private readonly advertised = new Map<string, string>()
+
+  private addressOf(node: string): string {
+    if (node === this.options.nodeName) return this.members.get(node) ?? ''
+    return this.advertised.get(node) ?? this.members.get(node) ?? ''
+  }
+
   leaderAddress(): string {
-    return this.leaderId === null ? '' : (this.members.get(this.leaderId) ?? '')
+    return this.leaderId === null ? '' : this.addressOf(this.leaderId)
   }
 
   peerAddresses(): string[] {
     const configuration = this.core.status().configuration
-    return configuration.voters.map((id) => this.members.get(id) ?? '').filter((address) => address !== '')
+    return configuration.voters.map((id) => this.addressOf(id)).filter((address) => address !== '')
   }
 
   isLeader(): boolean {
@@ -593,8 +606,8 @@ export class RaftReplica implements Cluster {
     return {
       index: status.configurationIndex,
       servers: [
-        ...status.configuration.voters.map((id) => ({ id, address: this.members.get(id) ?? '', voter: true })),
-        ...status.configuration.learners.map((id) => ({ id, address: this.members.get(id) ?? '', voter: false })),
+        ...status.configuration.voters.map((id) => ({ id, address: this.addressOf(id), voter: true })),
+        ...status.configuration.learners.map((id) => ({ id, address: this.addressOf(id), voter: false })),
       ],
     }
   }
