@@ -1,0 +1,739 @@
+/**
+ * A local cluster of real `warden agent` processes that scripts can start, watch and break: the library behind
+ * `npm run cluster`, `npm start`, the chaos runner and the cluster tests.
+ *
+ * Everything about a running cluster lives in one state file (`<root>/state.json`, mode 0600: it holds the management
+ * token and the cluster key), so any process can `attach` and act on a cluster another process started. Every method
+ * reads the file again before acting and writes it after, because a second terminal may have killed or restarted a
+ * node since. Nodes and the link proxy are detached processes that write their output to `<root>/logs/`, so they
+ * live on after the starting process exits (background mode) and a log can be followed from anywhere.
+ *
+ * Partitions happen at the transport: each directed peer link A→B runs through a loopback TCP proxy (cluster/proxy.ts)
+ * that node A dials instead of B. Nodes prove their names in the peer handshake, so they keep their identity while
+ * their bytes take the detour, and cutting the proxies of every link touching a node isolates it.
+ *
+ * Process safety: a pid from the state file is signalled only while its command line still names what we started (a
+ * node's data dir, the proxy's ready file), so a pid the system has since reused for something else is never touched.
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs'
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { createServer } from 'node:net'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { ProxyReady } from './proxy.js'
+
+const REPO_ROOT = resolve(import.meta.dirname, '..')
+/** The agent to run: the repository's build, or another one (a build of another commit, say) named in the environment. */
+export const AGENT_CLI = resolve(process.env.WARDEN_AGENT_CLI ?? join(REPO_ROOT, 'dist', 'cli', 'main.js'))
+export const DEFAULT_ROOT = join(REPO_ROOT, 'cluster', '.run')
+const PROXY_SCRIPT = join(REPO_ROOT, 'cluster', 'proxy.ts')
+/**
+ * tsx's loader, for running proxy.ts in its own process. Resolved with require from the repository (not
+ * import.meta.resolve, which tsx leaves out when it loads this file as CommonJS, as mocha does).
+ */
+const TSX_LOADER = pathToFileURL(createRequire(join(REPO_ROOT, 'package.json')).resolve('tsx')).href
+
+const NODE_READY_MS = 20_000
+const CLUSTER_READY_MS = 20_000
+/** How long a node gets to stop after SIGTERM before it is killed. */
+const STOP_GRACE_MS = 10_000
+const REQUEST_MS = 2_000
+
+export interface NodeState {
+  /** 0 while the node is not running (never started, killed, or stopped by `down`). */
+  pid: number
+  httpAddress: string
+  clusterAddress: string
+  dataDir: string
+  /** Peer name → the proxy address this node dials for that peer. */
+  proxies: Record<string, string>
+}
+
+export interface ClusterState {
+  nodes: Record<string, NodeState>
+  managementToken: string
+  clusterKey: string
+  root: string
+  proxyPid?: number
+  /** host:port of the proxy process's control API (see cluster/proxy.ts). */
+  proxyControlAddress?: string
+  /** Extra agent flags every node was started with; `restart` passes them again. */
+  args?: string[]
+}
+
+export interface NodeStatus {
+  node: string
+  /** The process exists (it may be paused). */
+  up: boolean
+  paused: boolean
+  /** The node's Raft role (leader, follower, candidate, ...); `down`, or `unknown` when it cannot be asked. */
+  role: string
+  /** 0 when unknown (a paused node, or an agent without /v1/operator/raft/state). */
+  term: number
+  commitIndex: number
+  appliedIndex: number
+  lastContactMs: number
+  httpAddress: string
+  /** The node this one believes leads, '' for none or unknown. */
+  leader: string
+}
+
+export interface UpOptions {
+  /** Number of nodes, named n1..nN. Default 3. */
+  nodes?: number
+  /** Directory of the state file, data dirs and logs. Default cluster/.run. */
+  root?: string
+  /**
+   * The cluster belongs to this process: SIGINT, SIGTERM or SIGHUP stops it (then the process exits 0, or 1 if stopping
+   * failed), and whatever is still running when the process exits is killed.
+   */
+  foreground?: boolean
+  /** Called with every line the nodes write, from the start of this `up` on, until `down`. */
+  logs?: (node: string, line: string) => void
+  /** Extra flags for every agent (e.g. `--log-level debug`). */
+  args?: string[]
+}
+
+export interface ApiResponse {
+  status: number
+  headers: Headers
+  body: unknown
+  text: string
+}
+
+// -------------------------------------------------------------------------------------------------------------------
+// Processes.
+
+type ProcessState = 'running' | 'stopped' | 'gone'
+
+/** The command line of `pid` (arguments joined by spaces), or undefined when there is no such process. */
+function commandLine(pid: number): string | undefined {
+  if (pid <= 0) return undefined
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ')
+  } catch {
+    // No /proc (macOS), or no such process: ask ps, which answers for both.
+  }
+  if (existsSync('/proc/self')) return undefined
+  try {
+    return execFileSync('ps', ['-o', 'command=', '-p', String(pid)], { encoding: 'utf8' }).trim() || undefined
+  } catch {
+    return undefined // ps exits 1 when the process does not exist.
+  }
+}
+
+function processState(pid: number, marker: string): ProcessState {
+  const command = commandLine(pid)
+  if (command === undefined || !command.includes(marker)) return 'gone'
+  let code: string | undefined
+  try {
+    // Field 3 of /proc/PID/stat, after the parenthesized name (which may itself contain spaces or parentheses).
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    code = stat.slice(stat.lastIndexOf(')') + 2)[0]
+  } catch {
+    try {
+      code = execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).trim()[0]
+    } catch {
+      return 'gone'
+    }
+  }
+  // A zombie has exited; only its parent's bookkeeping is left.
+  if (code === 'Z' || code === 'X' || code === undefined) return 'gone'
+  return code === 'T' || code === 't' ? 'stopped' : 'running'
+}
+
+/** Sends `signal` to `pid` only if it is still the process we started; says whether it did. */
+function signalOwn(pid: number, marker: string, signal: NodeJS.Signals): boolean {
+  if (processState(pid, marker) === 'gone') return false
+  try {
+    process.kill(pid, signal)
+    return true
+  } catch {
+    return false // It exited between the check and the signal.
+  }
+}
+
+async function sleep(ms: number): Promise<void> {
+  await new Promise((resolvePromise) => setTimeout(resolvePromise, ms))
+}
+
+async function waitForState(pid: number, marker: string, wanted: (state: ProcessState) => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (wanted(processState(pid, marker))) return true
+    if (Date.now() > deadline) return false
+    await sleep(20)
+  }
+}
+
+/** SIGTERM (and SIGCONT, since a paused process cannot act on it), then SIGKILL after `graceMs`. */
+async function stopProcess(pid: number, marker: string, graceMs: number): Promise<void> {
+  if (!signalOwn(pid, marker, 'SIGTERM')) return
+  signalOwn(pid, marker, 'SIGCONT')
+  if (await waitForState(pid, marker, (state) => state === 'gone', graceMs)) return
+  signalOwn(pid, marker, 'SIGKILL')
+  if (!(await waitForState(pid, marker, (state) => state === 'gone', 5_000))) throw new Error(`process ${pid} did not exit after SIGKILL`)
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePromise, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolvePromise(port))
+    })
+  })
+}
+
+// -------------------------------------------------------------------------------------------------------------------
+// Logs.
+
+/**
+ * Follows a log file by polling (fs.watch misses appends on some file systems) and hands out whole lines. It
+ * survives the file being appended to by a restarted node, since it only ever reads past its own offset.
+ */
+class LogFollower {
+  private partial = ''
+  private reading = false
+  private readonly timer: NodeJS.Timeout
+
+  constructor(
+    private readonly path: string,
+    private offset: number,
+    private readonly onLine: (line: string) => void,
+  ) {
+    // A failed read (the file removed under us) is retried on the next tick; the follower never takes its host down.
+    this.timer = setInterval(() => void this.poll().catch(() => undefined), 100)
+  }
+
+  async poll(): Promise<void> {
+    if (this.reading) return
+    this.reading = true
+    try {
+      const file = await open(this.path, 'r').catch(() => undefined)
+      if (file === undefined) return
+      try {
+        const buffer = Buffer.alloc(64 * 1024)
+        for (;;) {
+          const { bytesRead } = await file.read(buffer, 0, buffer.length, this.offset)
+          if (bytesRead === 0) break
+          this.offset += bytesRead
+          const lines = (this.partial + buffer.subarray(0, bytesRead).toString('utf8')).split('\n')
+          this.partial = lines.pop() ?? ''
+          for (const line of lines) if (line !== '') this.onLine(line)
+        }
+      } finally {
+        await file.close()
+      }
+    } finally {
+      this.reading = false
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer)
+    while (this.reading) await sleep(10)
+    await this.poll()
+    if (this.partial !== '') this.onLine(this.partial)
+  }
+}
+
+async function fileSize(path: string): Promise<number> {
+  return stat(path).then((info) => info.size, () => 0)
+}
+
+/** The last lines of a log, for error messages about a node that would not start. */
+async function logTail(path: string, lines = 15): Promise<string> {
+  const text = await readFile(path, 'utf8').catch(() => '')
+  return text.trimEnd().split('\n').slice(-lines).join('\n')
+}
+
+// -------------------------------------------------------------------------------------------------------------------
+// The cluster.
+
+export class LocalCluster {
+  private followers: LogFollower[] = []
+  private removeForegroundHooks: (() => void) | undefined
+  private saving: Promise<void> = Promise.resolve()
+
+  private constructor(private current: ClusterState) {}
+
+  /** Starts a cluster under `root` (reusing the data, token and key of a cluster stopped there by `down`). */
+  static async up(options: UpOptions = {}): Promise<LocalCluster> {
+    if (!existsSync(AGENT_CLI)) throw new Error(`${AGENT_CLI} is missing: run npm run build first`)
+    const root = resolve(options.root ?? DEFAULT_ROOT)
+    const count = options.nodes ?? 3
+    if (!Number.isInteger(count) || count < 1 || count > 9) throw new Error(`nodes: must be an integer from 1 to 9, not ${count}`)
+    await mkdir(join(root, 'logs'), { recursive: true, mode: 0o700 })
+    const names = Array.from({ length: count }, (_, position) => `n${position + 1}`)
+    const previous = await readState(root).catch(() => undefined)
+    if (previous !== undefined) {
+      const cluster = new LocalCluster(previous)
+      if (cluster.runningPids().length > 0) throw new Error(`a cluster is already running under ${root} (stop it with: npm run cluster -- down)`)
+      if (Object.keys(previous.nodes).sort().join() !== names.join()) {
+        throw new Error(`${root} holds a cluster of ${Object.keys(previous.nodes).join(', ')}: remove it first for a cluster of ${count}`)
+      }
+    }
+    const nodes: Record<string, NodeState> = {}
+    for (const name of names) {
+      nodes[name] = {
+        pid: 0,
+        httpAddress: `127.0.0.1:${await freePort()}`,
+        clusterAddress: `127.0.0.1:${await freePort()}`,
+        dataDir: join(root, name),
+        proxies: {},
+      }
+    }
+    const cluster = new LocalCluster({
+      nodes,
+      // A restarted cluster keeps its secrets: its data already holds the token, and operators' scripts hold both.
+      managementToken: previous?.managementToken ?? randomUUID(),
+      clusterKey: previous?.clusterKey ?? randomBytes(24).toString('hex'),
+      root,
+      args: options.args ?? [],
+    })
+    // Saved at once: from here on every method reloads the file, which must describe this cluster, not the last one.
+    await cluster.save()
+    if (options.logs !== undefined) await cluster.follow(options.logs)
+    if (options.foreground === true) cluster.installForegroundHooks()
+    try {
+      await cluster.startProxy()
+      await Promise.all(names.map((name) => cluster.startNode(name)))
+      await cluster.ready()
+    } catch (error) {
+      await cluster.down().catch(() => undefined) // The start error is the one worth reporting.
+      throw error
+    }
+    return cluster
+  }
+
+  /** A handle on the cluster whose state file is under `root`, started by this or another process. */
+  static async attach(root: string = DEFAULT_ROOT): Promise<LocalCluster> {
+    return new LocalCluster(await readState(resolve(root)))
+  }
+
+  state(): ClusterState {
+    return structuredClone(this.current)
+  }
+
+  nodeNames(): string[] {
+    return Object.keys(this.current.nodes)
+  }
+
+  /** A request to one node with the management token (`token: null` for none), with a timeout. */
+  async request(node: string, method: string, path: string, options: { body?: unknown; token?: string | null; timeoutMs?: number } = {}): Promise<ApiResponse> {
+    const headers: Record<string, string> = {}
+    const token = options.token === undefined ? this.current.managementToken : options.token
+    if (token !== null) headers['X-Service-Token'] = token
+    let body: string | undefined
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body)
+      headers['Content-Type'] = 'application/json'
+    }
+    const response = await fetch(`http://${this.node(node).httpAddress}${path}`, {
+      method,
+      headers,
+      body,
+      signal: AbortSignal.timeout(options.timeoutMs ?? REQUEST_MS),
+    })
+    const text = await response.text()
+    let parsed: unknown
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text)
+    } catch {
+      parsed = undefined // Not JSON (an error page): callers read `text`.
+    }
+    return { status: response.status, headers: response.headers, body: parsed, text }
+  }
+
+  async status(): Promise<NodeStatus[]> {
+    await this.reload()
+    return Promise.all(this.nodeNames().map((name) => this.nodeStatus(name)))
+  }
+
+  /** The node that says it leads and that a majority of all nodes name as leader, waiting up to `timeoutMs`. */
+  async leader(timeoutMs = 10_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs
+    const majority = Math.floor(this.nodeNames().length / 2) + 1
+    for (;;) {
+      const statuses = await this.status()
+      for (const candidate of statuses) {
+        if (candidate.role !== 'leader') continue
+        const supporters = statuses.filter((status) => status.leader === candidate.node).length
+        if (supporters >= majority) return candidate.node
+      }
+      if (Date.now() > deadline) {
+        const seen = statuses.map((status) => `${status.node}: ${status.role}${status.leader === '' ? '' : ` (leader ${status.leader})`}`)
+        throw new Error(`no leader named by a majority within ${timeoutMs} ms (${seen.join('; ')})`)
+      }
+      await sleep(50)
+    }
+  }
+
+  async kill(node: string): Promise<void> {
+    await this.reload()
+    const spec = this.node(node)
+    if (!signalOwn(spec.pid, spec.dataDir, 'SIGKILL')) throw new Error(`${node} is not running`)
+    if (!(await waitForState(spec.pid, spec.dataDir, (state) => state === 'gone', 5_000))) throw new Error(`${node} (pid ${spec.pid}) did not exit after SIGKILL`)
+    spec.pid = 0
+    await this.save()
+  }
+
+  /** Starts the node again on its data dir and ports, stopping it first (SIGTERM) if it still runs. */
+  async restart(node: string): Promise<void> {
+    await this.reload()
+    const spec = this.node(node)
+    await stopProcess(spec.pid, spec.dataDir, STOP_GRACE_MS)
+    spec.pid = 0
+    await this.save()
+    await this.startNode(node)
+  }
+
+  async pause(node: string): Promise<void> {
+    await this.reload()
+    const spec = this.node(node)
+    if (processState(spec.pid, spec.dataDir) !== 'running') throw new Error(`${node} is not running (or is already paused)`)
+    signalOwn(spec.pid, spec.dataDir, 'SIGSTOP')
+    if (!(await waitForState(spec.pid, spec.dataDir, (state) => state !== 'running', 2_000))) throw new Error(`${node} did not stop on SIGSTOP`)
+  }
+
+  async resume(node: string): Promise<void> {
+    await this.reload()
+    const spec = this.node(node)
+    if (processState(spec.pid, spec.dataDir) !== 'stopped') throw new Error(`${node} is not paused`)
+    signalOwn(spec.pid, spec.dataDir, 'SIGCONT')
+    if (!(await waitForState(spec.pid, spec.dataDir, (state) => state !== 'stopped', 2_000))) throw new Error(`${node} did not continue on SIGCONT`)
+  }
+
+  /** Cuts every link to and from `node` at the proxies: open connections are reset and new ones refused. */
+  async partition(node: string): Promise<void> {
+    await this.reload()
+    this.node(node)
+    await this.proxyControl('POST', `/partition?node=${encodeURIComponent(node)}`)
+  }
+
+  async heal(): Promise<void> {
+    await this.reload()
+    await this.proxyControl('POST', '/heal')
+  }
+
+  /** The nodes currently cut off by `partition`. */
+  async partitioned(): Promise<string[]> {
+    await this.reload()
+    const answer = (await this.proxyControl('GET', '/state')) as { partitioned: string[] }
+    return answer.partitioned
+  }
+
+  /** Whether the link proxy process is alive (without it no node reaches any other). */
+  proxyUp(): boolean {
+    const pid = this.current.proxyPid
+    return pid !== undefined && processState(pid, this.proxyMarker()) !== 'gone'
+  }
+
+  /**
+   * Stops every node (SIGTERM, SIGKILL after a grace period) and the proxy. Data dirs, logs and the state file stay,
+   * so `up` on the same root brings the same cluster back; only the pids are cleared.
+   */
+  async down(): Promise<void> {
+    await this.reload()
+    const errors: unknown[] = []
+    await Promise.all(
+      Object.values(this.current.nodes).map(async (spec) => {
+        try {
+          await stopProcess(spec.pid, spec.dataDir, STOP_GRACE_MS)
+          spec.pid = 0
+        } catch (error) {
+          errors.push(error)
+        }
+      }),
+    )
+    if (this.current.proxyPid !== undefined) {
+      try {
+        await stopProcess(this.current.proxyPid, this.proxyMarker(), 2_000)
+        delete this.current.proxyPid
+        delete this.current.proxyControlAddress
+      } catch (error) {
+        errors.push(error)
+      }
+    }
+    await this.save()
+    const followers = this.followers.splice(0)
+    await Promise.all(followers.map((follower) => follower.stop()))
+    this.removeForegroundHooks?.()
+    if (errors.length > 0) throw new AggregateError(errors, `down: ${errors.length} process(es) would not stop`)
+  }
+
+  // -----------------------------------------------------------------------------------------------------------------
+  // Internals.
+
+  private node(name: string): NodeState {
+    const spec = this.current.nodes[name]
+    if (spec === undefined) throw new Error(`no node ${JSON.stringify(name)} (nodes: ${this.nodeNames().join(', ')})`)
+    return spec
+  }
+
+  private statePath(): string {
+    return join(this.current.root, 'state.json')
+  }
+
+  private logPath(name: string): string {
+    return join(this.current.root, 'logs', `${name}.log`)
+  }
+
+  /** The proxy's ready file path is unique to this root, so it marks the proxy's command line as ours. */
+  private proxyMarker(): string {
+    return join(this.current.root, 'proxy.json')
+  }
+
+  private runningPids(): number[] {
+    const nodes = Object.values(this.current.nodes).filter((spec) => processState(spec.pid, spec.dataDir) !== 'gone').map((spec) => spec.pid)
+    return this.proxyUp() ? [...nodes, this.current.proxyPid!] : nodes
+  }
+
+  private async reload(): Promise<void> {
+    const fromFile = await readState(this.current.root).catch(() => undefined)
+    if (fromFile !== undefined) this.current = fromFile
+  }
+
+  private async save(): Promise<void> {
+    // One write at a time, each of the whole state as it is when its turn comes, written aside and renamed into
+    // place so that a reader in another process never sees half a file.
+    const write = async (): Promise<void> => {
+      const temporary = `${this.statePath()}.${process.pid}.tmp`
+      await writeFile(temporary, `${JSON.stringify(this.current, null, 2)}\n`, { mode: 0o600 })
+      await rename(temporary, this.statePath())
+    }
+    this.saving = this.saving.then(write, write)
+    await this.saving
+  }
+
+  private async startProxy(): Promise<void> {
+    const names = this.nodeNames()
+    const links = names.flatMap((from) => names.filter((to) => to !== from).map((to) => ({ from, to, target: this.node(to).clusterAddress })))
+    const readyPath = this.proxyMarker()
+    await rm(readyPath, { force: true })
+    const log = openSync(join(this.current.root, 'logs', 'proxy.log'), 'a')
+    const child = spawn(process.execPath, ['--import', TSX_LOADER, PROXY_SCRIPT, '--links', JSON.stringify(links), '--ready', readyPath], {
+      cwd: REPO_ROOT,
+      detached: true,
+      stdio: ['ignore', log, log],
+    })
+    closeSync(log)
+    child.unref()
+    if (child.pid === undefined) throw new Error('the link proxy could not be started')
+    this.current.proxyPid = child.pid
+    await this.save()
+    const deadline = Date.now() + NODE_READY_MS
+    for (;;) {
+      const text = await readFile(readyPath, 'utf8').catch(() => undefined)
+      if (text !== undefined) {
+        const ready = JSON.parse(text) as ProxyReady
+        this.current.proxyControlAddress = ready.controlAddress
+        for (const link of ready.links) this.node(link.from).proxies[link.to] = link.address
+        await this.save()
+        return
+      }
+      if (processState(child.pid, readyPath) === 'gone' || Date.now() > deadline) {
+        throw new Error(`the link proxy did not start (log: ${join(this.current.root, 'logs', 'proxy.log')}):\n${await logTail(join(this.current.root, 'logs', 'proxy.log'))}`)
+      }
+      await sleep(50)
+    }
+  }
+
+  private async proxyControl(method: string, path: string): Promise<unknown> {
+    const address = this.current.proxyControlAddress
+    if (address === undefined || !this.proxyUp()) throw new Error('the link proxy is not running (start the cluster with up)')
+    const response = await fetch(`http://${address}${path}`, { method, signal: AbortSignal.timeout(REQUEST_MS) })
+    const body = (await response.json()) as { error?: string }
+    if (response.status !== 200) throw new Error(`proxy: ${body.error ?? response.status}`)
+    return body
+  }
+
+  private agentArgs(name: string): string[] {
+    const spec = this.node(name)
+    // The node dials its peers through the proxies and names itself with its real address (ignored as a peer).
+    const peers = this.nodeNames().flatMap((peer) => ['--peer', `${peer}=${peer === name ? spec.clusterAddress : spec.proxies[peer]}`])
+    return [
+      AGENT_CLI, 'agent',
+      '--node-name', name,
+      '--data-dir', spec.dataDir,
+      '--http-addr', spec.httpAddress,
+      '--cluster-addr', spec.clusterAddress,
+      ...peers,
+      ...(this.current.args ?? []),
+    ]
+  }
+
+  private async startNode(name: string): Promise<void> {
+    const spec = this.node(name)
+    const logPath = this.logPath(name)
+    const offset = await fileSize(logPath)
+    const log = openSync(logPath, 'a')
+    // Secrets go in the environment, not in argv, where every user of this machine could read them with ps.
+    const child = spawn(process.execPath, this.agentArgs(name), {
+      cwd: REPO_ROOT,
+      detached: true,
+      stdio: ['ignore', log, log],
+      env: { ...process.env, WARDEN_CLUSTER_KEY: this.current.clusterKey, WARDEN_INITIAL_MANAGEMENT_TOKEN: this.current.managementToken },
+    })
+    closeSync(log)
+    child.unref()
+    if (child.pid === undefined) throw new Error(`${name} could not be started`)
+    spec.pid = child.pid
+    await this.save()
+    await this.waitForReadyLine(name, child.pid, offset)
+  }
+
+  /** Waits for the agent's `agent ready` log line, written once its listeners are bound. */
+  private async waitForReadyLine(name: string, pid: number, offset: number): Promise<void> {
+    const spec = this.node(name)
+    const logPath = this.logPath(name)
+    const deadline = Date.now() + NODE_READY_MS
+    for (;;) {
+      const text = await readFile(logPath).then((buffer) => buffer.subarray(offset).toString('utf8'), () => '')
+      if (text.includes('"msg":"agent ready"')) return
+      if (processState(pid, spec.dataDir) === 'gone') throw new Error(`${name} exited before it was ready (log: ${logPath}):\n${await logTail(logPath)}`)
+      if (Date.now() > deadline) throw new Error(`${name} was not ready within ${NODE_READY_MS} ms (log: ${logPath}):\n${await logTail(logPath)}`)
+      await sleep(50)
+    }
+  }
+
+  /**
+   * A leader that a majority names, and the management token working on every node: the leader writes the token
+   * just after its election, so a cluster with a leader may not know it for a few milliseconds more.
+   */
+  private async ready(): Promise<void> {
+    const deadline = Date.now() + CLUSTER_READY_MS
+    await this.leader(CLUSTER_READY_MS)
+    for (const name of this.nodeNames()) {
+      for (;;) {
+        const self = await this.request(name, 'GET', '/v1/acl/token/self?stale').catch(() => undefined)
+        if (self?.status === 200) break
+        if (Date.now() > deadline) throw new Error(`the management token did not work on ${name} within ${CLUSTER_READY_MS} ms`)
+        await sleep(50)
+      }
+    }
+  }
+
+  private async follow(onLine: (node: string, line: string) => void): Promise<void> {
+    for (const name of this.nodeNames()) {
+      const path = this.logPath(name)
+      this.followers.push(new LogFollower(path, await fileSize(path), (line) => onLine(name, line)))
+    }
+  }
+
+  private installForegroundHooks(): void {
+    let stopping = false
+    const onSignal = (): void => {
+      if (stopping) return // A second Ctrl-C while stopping: the exit hook below kills whatever is left.
+      stopping = true
+      this.down().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          process.stderr.write(`cluster: ${error instanceof Error ? error.message : String(error)}\n`)
+          process.exit(1)
+        },
+      )
+    }
+    // Last resort when the process exits without `down` (an uncaught error, process.exit): kill what is left, since
+    // a foreground cluster must not outlive its owner. Synchronous, as exit handlers must be.
+    const onExit = (): void => {
+      const state = readStateSync(this.current.root) ?? this.current
+      for (const spec of Object.values(state.nodes)) signalOwn(spec.pid, spec.dataDir, 'SIGKILL')
+      if (state.proxyPid !== undefined) signalOwn(state.proxyPid, join(state.root, 'proxy.json'), 'SIGKILL')
+    }
+    // SIGHUP too: a closed terminal would otherwise end this process without running the exit hook.
+    process.on('SIGINT', onSignal)
+    process.on('SIGTERM', onSignal)
+    process.on('SIGHUP', onSignal)
+    process.on('exit', onExit)
+    this.removeForegroundHooks = () => {
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+      process.off('SIGHUP', onSignal)
+      process.off('exit', onExit)
+      this.removeForegroundHooks = undefined
+    }
+  }
+
+  private async nodeStatus(name: string): Promise<NodeStatus> {
+    const spec = this.node(name)
+    const base = { node: name, httpAddress: spec.httpAddress }
+    const unknown = { term: 0, commitIndex: 0, appliedIndex: 0, lastContactMs: 0, leader: '' }
+    const state = processState(spec.pid, spec.dataDir)
+    if (state === 'gone') return { ...base, up: false, paused: false, role: 'down', ...unknown }
+    // A stopped process would accept the connection and never answer: do not ask it.
+    if (state === 'stopped') return { ...base, up: true, paused: true, role: 'unknown', ...unknown }
+    try {
+      return { ...base, up: true, paused: false, ...(await this.raftState(name)) }
+    } catch {
+      return { ...base, up: true, paused: false, role: 'unknown', ...unknown } // Starting, stopping, or too busy to answer.
+    }
+  }
+
+  /** The node's own account from /v1/operator/raft/state, or, on agents without it, what the public API shows. */
+  private async raftState(name: string): Promise<Pick<NodeStatus, 'role' | 'term' | 'commitIndex' | 'appliedIndex' | 'lastContactMs' | 'leader'>> {
+    const response = await this.request(name, 'GET', '/v1/operator/raft/state')
+    if (response.status === 200) {
+      const body = response.body as { Role: string; Term: number; CommitIndex: number; AppliedIndex: number; LastContactMs: number; Leader: string }
+      return {
+        role: body.Role,
+        term: body.Term,
+        commitIndex: body.CommitIndex,
+        appliedIndex: body.AppliedIndex,
+        lastContactMs: body.LastContactMs,
+        leader: body.Leader ?? '',
+      }
+    }
+    // Fallback: the leader's address as this node knows it, and the index of a stale read (the applied state's
+    // newest index of one table: a lower bound of the applied index, and the best the public API offers).
+    const leaderAnswer = await this.request(name, 'GET', '/v1/status/leader', { token: null })
+    const leader = this.nodeForAddress(name, leaderAnswer.body as string)
+    const read = await this.request(name, 'GET', '/v1/acl/policies?stale')
+    const index = Number(read.headers.get('X-Service-Index') ?? 0)
+    return {
+      role: leader === name ? 'leader' : 'follower',
+      term: 0,
+      commitIndex: index,
+      appliedIndex: index,
+      lastContactMs: Number(read.headers.get('X-Service-LastContact') ?? 0),
+      leader,
+    }
+  }
+
+  /**
+   * The node behind an address as `asking` knows it: its own cluster address, or the proxy address it dials for a
+   * peer (a node names its peers by the addresses it was given, and here those are proxies).
+   */
+  nodeForAddress(asking: string, address: string): string {
+    const spec = this.node(asking)
+    if (address === '') return ''
+    if (address === spec.clusterAddress) return asking
+    const viaProxy = Object.entries(spec.proxies).find(([, proxy]) => proxy === address)?.[0]
+    if (viaProxy !== undefined) return viaProxy
+    return Object.entries(this.current.nodes).find(([, other]) => other.clusterAddress === address)?.[0] ?? ''
+  }
+}
+
+async function readState(root: string): Promise<ClusterState> {
+  const path = join(root, 'state.json')
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (error) {
+    throw new Error(`no cluster state at ${path} (start one with: npm run cluster -- up)`, { cause: error })
+  }
+  return JSON.parse(text) as ClusterState
+}
+
+function readStateSync(root: string): ClusterState | undefined {
+  try {
+    return JSON.parse(readFileSync(join(root, 'state.json'), 'utf8')) as ClusterState
+  } catch {
+    return undefined // No file (or half of one): the caller falls back to what it holds in memory.
+  }
+}

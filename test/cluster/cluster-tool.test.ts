@@ -1,0 +1,228 @@
+/**
+ * The cluster tool as an operator uses it: every verb runs `cluster/cli.ts` as a subprocess against a temporary
+ * `--root`, and the test checks what the verb claims through the tool's own `status --json`, the nodes' HTTP API and
+ * the process table. One cluster serves the whole file, in order: up, status, kill and restart, pause and resume,
+ * partition and heal, usage errors, down. Waiting (for a leader, for a node to catch up) goes through the library
+ * attached to the same state file, which is what a second terminal would do. Whatever the file started is stopped in
+ * `after`, by the library and then by pid, even when a test failed half-way.
+ */
+import { expect } from 'chai'
+import { spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { createRequire } from 'node:module'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { LocalCluster, type ClusterState, type NodeStatus } from '../../cluster/lib.js'
+
+const CLI = resolve(import.meta.dirname, '../../cluster/cli.ts')
+const TSX = pathToFileURL(createRequire(import.meta.filename).resolve('tsx')).href
+
+interface CliResult {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+interface StatusJson {
+  nodes: NodeStatus[]
+  leaders: string[]
+  partitioned: string[]
+  proxy: { pid: number; up: boolean }
+}
+
+async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms`)
+    await new Promise((resolvePromise) => setTimeout(resolvePromise, 50))
+  }
+}
+
+/** Whether `pid` is still a live process (a zombie waiting for its parent to reap it counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
+  } catch {
+    if (existsSync('/proc/self')) return false
+  }
+  try {
+    process.kill(pid, 0) // No /proc (macOS): existence is all we can tell.
+    return true
+  } catch {
+    return false
+  }
+}
+
+describe('the cluster tool (npm run cluster)', function () {
+  this.timeout(60_000)
+  let root: string
+  let cluster: LocalCluster | undefined
+  let everyPid: number[] = []
+
+  async function cli(...args: string[]): Promise<CliResult> {
+    const child = spawn(process.execPath, ['--import', TSX, CLI, '--root', root, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000)
+    const code = await new Promise<number | null>((resolvePromise) => child.once('exit', (exitCode) => resolvePromise(exitCode)))
+    clearTimeout(timer)
+    return { code, stdout, stderr }
+  }
+
+  async function status(): Promise<StatusJson> {
+    const result = await cli('status', '--json')
+    expect(result.code, result.stderr).to.equal(0)
+    return JSON.parse(result.stdout) as StatusJson
+  }
+
+  async function state(): Promise<ClusterState> {
+    const current = JSON.parse(await readFile(join(root, 'state.json'), 'utf8')) as ClusterState
+    // Remember every process the tool ever started, so `after` can make sure none outlives the file.
+    everyPid.push(...Object.values(current.nodes).map((node) => node.pid), current.proxyPid ?? 0)
+    return current
+  }
+
+  async function policyNames(node: string): Promise<Set<string>> {
+    const response = await cluster!.request(node, 'GET', '/v1/acl/policies?stale')
+    expect(response.status, response.text).to.equal(200)
+    return new Set((response.body as Array<{ Name: string }>).map((policy) => policy.Name))
+  }
+
+  async function createPolicy(node: string, name: string): Promise<void> {
+    const response = await cluster!.request(node, 'PUT', '/v1/acl/policy', { body: { Name: name }, timeoutMs: 15_000 })
+    expect(response.status, response.text).to.equal(200)
+  }
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'warden-cluster-tool-'))
+  })
+
+  after(async () => {
+    await cluster?.down().catch(() => undefined) // Belt and braces below: every pid this file ever saw is killed.
+    await state().catch(() => undefined)
+    for (const pid of new Set(everyPid)) {
+      if (pid > 0 && alive(pid)) process.kill(pid, 'SIGKILL')
+    }
+    await rm(root, { recursive: true, force: true })
+  })
+
+  it('up starts three nodes on loopback and prints their HTTP addresses and the management token', async () => {
+    const result = await cli('up')
+    await state().catch(() => undefined)
+    expect(result.code, result.stderr).to.equal(0)
+    cluster = await LocalCluster.attach(root)
+    const current = await state()
+    expect(Object.keys(current.nodes)).to.deep.equal(['n1', 'n2', 'n3'])
+    for (const node of Object.values(current.nodes)) {
+      expect(result.stdout).to.include(`http://${node.httpAddress}`)
+      expect(node.httpAddress).to.match(/^127\.0\.0\.1:\d+$/)
+      expect(alive(node.pid)).to.equal(true)
+      // Each node dials its two peers through proxies, never at their real cluster addresses.
+      expect(Object.keys(node.proxies).sort()).to.have.length(2)
+      for (const [peer, proxy] of Object.entries(node.proxies)) expect(proxy).to.not.equal(current.nodes[peer]!.clusterAddress)
+    }
+    expect(result.stdout).to.include(`Management token: ${current.managementToken}`)
+    expect(alive(current.proxyPid!)).to.equal(true)
+  })
+
+  it('status --json shows three running nodes, one leader, and every node naming it', async () => {
+    const shown = await status()
+    expect(shown.nodes.map((node) => node.node)).to.deep.equal(['n1', 'n2', 'n3'])
+    expect(shown.nodes.every((node) => node.up && !node.paused)).to.equal(true)
+    expect(shown.leaders).to.have.length(1)
+    expect(shown.nodes.every((node) => node.leader === shown.leaders[0])).to.equal(true)
+    expect(shown.nodes.every((node) => node.term > 0 && node.appliedIndex > 0)).to.equal(true)
+    expect(shown.proxy.up).to.equal(true)
+    const table = await cli('status')
+    expect(table.stdout).to.match(/^NODE\s+PROCESS\s+ROLE/)
+  })
+
+  it('kill leader SIGKILLs the leader, and the other two elect a new one', async () => {
+    const old = await cluster!.leader()
+    const pid = (await state()).nodes[old]!.pid
+    const result = await cli('kill', 'leader')
+    expect(result.code, result.stderr).to.equal(0)
+    expect(result.stdout).to.include(`killed ${old}`)
+    expect(alive(pid)).to.equal(false)
+    const next = await cluster!.leader(10_000)
+    expect(next).to.not.equal(old)
+    const shown = await status()
+    expect(shown.nodes.find((node) => node.node === old)).to.include({ up: false, role: 'down' })
+    await createPolicy(next, 'written-while-one-was-down')
+  })
+
+  it('restart starts the killed node on its data dir and ports, and it catches up', async () => {
+    const down = (await status()).nodes.find((node) => !node.up)!
+    const result = await cli('restart', down.node)
+    expect(result.code, result.stderr).to.equal(0)
+    const shown = await status()
+    const restarted = shown.nodes.find((node) => node.node === down.node)!
+    expect(restarted).to.include({ up: true, httpAddress: down.httpAddress })
+    await eventually(async () => (await policyNames(down.node)).has('written-while-one-was-down'), `${down.node} catching up`)
+  })
+
+  it('pause stops a node (SIGSTOP) while the others go on, and resume lets it catch up', async () => {
+    const leader = await cluster!.leader()
+    const follower = cluster!.nodeNames().find((name) => name !== leader)!
+    const paused = await cli('pause', follower)
+    expect(paused.code, paused.stderr).to.equal(0)
+    expect((await status()).nodes.find((node) => node.node === follower)).to.include({ up: true, paused: true })
+    await createPolicy(leader, 'written-while-one-was-paused')
+    const resumed = await cli('resume', follower)
+    expect(resumed.code, resumed.stderr).to.equal(0)
+    expect((await status()).nodes.find((node) => node.node === follower)).to.include({ up: true, paused: false })
+    await eventually(async () => (await policyNames(follower)).has('written-while-one-was-paused'), `${follower} catching up`)
+  })
+
+  it('partition cuts a node off at the proxies: the majority commits without it until heal', async () => {
+    const leader = await cluster!.leader()
+    const follower = cluster!.nodeNames().find((name) => name !== leader)!
+    const cut = await cli('partition', follower)
+    expect(cut.code, cut.stderr).to.equal(0)
+    expect((await status()).partitioned).to.deep.equal([follower])
+    await createPolicy(leader, 'written-during-partition')
+    // Long enough for a heartbeat or two to carry the entry, were the link still there.
+    const deadline = Date.now() + 1_000
+    while (Date.now() < deadline) {
+      expect((await policyNames(follower)).has('written-during-partition'), 'the partitioned node saw the write').to.equal(false)
+      await new Promise((resolvePromise) => setTimeout(resolvePromise, 100))
+    }
+    const healed = await cli('heal')
+    expect(healed.code, healed.stderr).to.equal(0)
+    expect((await status()).partitioned).to.deep.equal([])
+    await eventually(async () => (await policyNames(follower)).has('written-during-partition'), `${follower} catching up after heal`)
+  })
+
+  it('exits 2 for usage errors and 1 for failures, with one line saying why', async () => {
+    for (const args of [['bogus'], ['kill'], ['kill', 'n9'], ['status', '--colour'], ['heal', 'n1']]) {
+      const result = await cli(...args)
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).to.equal(2)
+      expect(result.stderr).to.match(/^cluster: /)
+    }
+    const notPaused = await cli('resume', 'n1')
+    expect(notPaused.code).to.equal(1)
+    expect(notPaused.stderr).to.equal('cluster: n1 is not paused\n')
+    const nowhere = await cli('--root', join(root, 'missing'), 'status')
+    expect(nowhere.code).to.equal(1)
+    expect(nowhere.stderr.trim().split('\n')).to.have.length(1)
+  })
+
+  it('down stops every process it started and keeps the data and the state file', async () => {
+    const before = await state()
+    const pids = [...Object.values(before.nodes).map((node) => node.pid), before.proxyPid!]
+    expect(pids.every(alive)).to.equal(true)
+    const result = await cli('down')
+    expect(result.code, result.stderr).to.equal(0)
+    await eventually(async () => !pids.some(alive), 'every process gone', 5_000)
+    const after = await state()
+    expect(Object.values(after.nodes).every((node) => node.pid === 0)).to.equal(true)
+    expect(after.proxyPid).to.equal(undefined)
+    expect(after.managementToken).to.equal(before.managementToken)
+    expect((await status()).nodes.every((node) => !node.up)).to.equal(true)
+  })
+})
