@@ -134,7 +134,7 @@ export class RaftReplica implements Cluster {
   async start(): Promise<void> {
     // Addresses of servers that joined after the founding members are in the replicated member table.
     for (const member of await listRecords(this.options.state.reader, memberSpec)) {
-      if (member.Node !== this.options.nodeName) this.members.set(member.Node, member.Address)
+      if (this.dialsFromTable(member.Node)) this.members.set(member.Node, member.Address)
     }
     this.updatePeers()
     const { transport } = this.options
@@ -249,10 +249,10 @@ export class RaftReplica implements Cluster {
     if (entry.type === 'command') {
       const command = decodeCommand(entry.data, entry.index)
       result = await state.apply(command, entry.index)
-      if (command.type === 'raft.member.set' && command.Node !== this.options.nodeName) {
+      if (command.type === 'raft.member.set' && this.dialsFromTable(command.Node)) {
         this.members.set(command.Node, command.Address)
         this.updatePeers()
-      } else if (command.type === 'raft.member.delete' && command.Node !== this.options.nodeName) {
+      } else if (command.type === 'raft.member.delete' && this.dialsFromTable(command.Node)) {
         this.members.delete(command.Node)
         this.updatePeers()
       }
@@ -315,6 +315,14 @@ export class RaftReplica implements Cluster {
     for (const node of recorded.keys()) {
       if (!inConfiguration.has(node)) await this.propose({ v: COMMAND_VERSION, type: 'raft.member.delete', Node: node })
     }
+  }
+
+  /**
+   * Whether this node dials `node` at the address the member table records. Not for itself, and not for a member
+   * given by --peer: that address is how this node reaches it (perhaps through a proxy), whatever it advertises.
+   */
+  private dialsFromTable(node: string): boolean {
+    return node !== this.options.nodeName && !this.options.members.has(node)
   }
 
   private updatePeers(): void {
