@@ -5,12 +5,11 @@
  */
 import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer as createHttpServer, type Server } from 'node:http'
-import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net'
+import type { AddressInfo, Server as TcpServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Logger } from 'pino'
 import { newUuid, formatTime } from '../lib/ids.js'
-import { StateStore } from '../state/store.js'
 export { UnknownCommandError } from '../state/store.js'
 import { COMMAND_VERSION, type TokenCreate } from '../state/commands.js'
 import { DEFAULT_NAMESPACE } from '../state/records.js'
