@@ -112,6 +112,22 @@ describe('a three-node Raft cluster of real processes', function () {
     expect(strict.headers.get('x-service-effective-consistency')).to.equal('leader')
   })
 
+  it('wakes a blocking query on a follower when a write lands through the leader', async () => {
+    const leader = await cluster.leader()
+    const follower = cluster.node(cluster.followers(leader)[0]!)
+    const first = await follower.request('GET', '/v1/acl/roles?stale')
+    const index = Number(first.headers.get('x-service-index'))
+    const started = Date.now()
+    const waiting = follower.request('GET', `/v1/acl/roles?stale&index=${index}&wait=20s`)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const created = await cluster.node(leader).request('PUT', '/v1/acl/role', { body: { Name: 'wakes-the-follower' } })
+    expect(created.status, created.text).to.equal(200)
+    const woken = await waiting
+    expect(Date.now() - started).to.be.below(15_000)
+    expect(Number(woken.headers.get('x-service-index'))).to.be.above(index)
+    expect((woken.body as Array<{ Name: string }>).map((role) => role.Name)).to.include('wakes-the-follower')
+  })
+
   it('keeps writing through kill -9 of a follower, and the restarted follower catches up', async () => {
     const leader = await cluster.leader()
     const victim = cluster.followers(leader)[0]!
