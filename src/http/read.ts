@@ -32,6 +32,11 @@ export interface ReadSpec {
   blocking: boolean
 }
 
+/** The index as clients see it: never 0 (readings.md), so that 0 always means "do not block". */
+function reportedIndex(tableIndex: number): number {
+  return Math.max(1, tableIndex)
+}
+
 let waitingQueries = 0
 
 export function waitingQueryCount(): number {
@@ -52,7 +57,8 @@ export async function serveRead(ctx: ApiContext, spec: ReadSpec, run: () => Prom
     const deadline = Date.now() + blocking.waitMs + jitterMs
     const isRecord = spec.recordKey !== undefined || spec.missing !== undefined
     for (;;) {
-      const tableIndex = state.tableIndex(spec.table)
+      // Compare with the index clients were given: X-Service-Index is never 0, so an untouched table reads as 1.
+      const tableIndex = reportedIndex(state.tableIndex(spec.table))
       if (blocking.index > tableIndex) break
       const ready = isRecord
         ? result.modifyIndex !== undefined
@@ -72,7 +78,7 @@ export async function serveRead(ctx: ApiContext, spec: ReadSpec, run: () => Prom
 
 function respond(ctx: ApiContext, spec: ReadSpec, effective: string, result: ReadResult): void {
   const { state, cluster } = ctx.state.app
-  ctx.set('X-Service-Index', String(Math.max(1, state.tableIndex(spec.table))))
+  ctx.set('X-Service-Index', String(reportedIndex(state.tableIndex(spec.table))))
   ctx.set('X-Service-KnownLeader', String(cluster.leaderAddress() !== ''))
   ctx.set('X-Service-LastContact', String(cluster.lastContactMs()))
   ctx.set('X-Service-Effective-Consistency', effective)
