@@ -14,10 +14,12 @@ export function majorityValue(voters: readonly NodeId[], valueOf: (id: NodeId) =
   const count = voters.length
   if (count === 0) return Number.POSITIVE_INFINITY
   if (count === 1) return valueOf(voters[0]!)
-  const values = voters.map(valueOf)
-  values.sort((a, b) => b - a)
-  // Sorted descending, the value at position floor(n/2) is held (or exceeded) by floor(n/2) + 1 voters: a majority.
-  return values[Math.floor(count / 2)]!
+  const values = new Float64Array(count)
+  for (let i = 0; i < count; i += 1) values[i] = valueOf(voters[i]!)
+  values.sort()
+  // Sorted ascending, the value at position n - 1 - floor(n/2) is held (or exceeded) by floor(n/2) + 1 voters: a
+  // majority.
+  return values[count - 1 - Math.floor(count / 2)]!
 }
 
 export type VoteResult = 'won' | 'lost' | 'pending'

@@ -196,6 +196,7 @@ interface QueuedRead extends PendingRead {
 const EMPTY_DATA = new Uint8Array(0)
 
 type MessageFields<M extends Message> = Omit<M, 'from'>
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
 export class RaftCore {
   readonly id: NodeId
@@ -429,42 +430,23 @@ export class RaftCore {
   ready(): Ready | null {
     assert(this.readyInProgress === null, 'ready() called again before advance()')
     this.flushPendingSends()
-    const softState: SoftState = { role: this.role, leader: this.leader }
-    const hardState: HardState = { term: this.term, votedFor: this.votedFor, commitIndex: this.log.commitIndex }
-    const softChanged = softState.role !== this.prevSoftState.role || softState.leader !== this.prevSoftState.leader
-    const hardChanged =
-      hardState.term !== this.prevHardState.term ||
-      hardState.votedFor !== this.prevHardState.votedFor ||
-      hardState.commitIndex !== this.prevHardState.commitIndex
+    if (!this.hasReady()) return null
+    const termOrVoteChanged = this.term !== this.prevHardState.term || this.votedFor !== this.prevHardState.votedFor
+    const softChanged = this.role !== this.prevSoftState.role || this.leader !== this.prevSoftState.leader
+    const hardChanged = termOrVoteChanged || this.log.commitIndex !== this.prevHardState.commitIndex
     const entries = this.log.unstable.nextEntries()
     const snapshot = this.log.unstable.nextSnapshot()
     const committedEntries = this.log.nextCommittedEntries(this.settings.maxCommittedEntriesPerReady)
-    const idle =
-      !softChanged &&
-      !hardChanged &&
-      entries.length === 0 &&
-      snapshot === null &&
-      this.messages.length === 0 &&
-      committedEntries.length === 0 &&
-      this.readStates.length === 0
-    if (idle) return null
-    const mustSync =
-      entries.length > 0 ||
-      snapshot !== null ||
-      hardState.term !== this.prevHardState.term ||
-      hardState.votedFor !== this.prevHardState.votedFor
-    const ready: Ready = {
-      ...(softChanged ? { softState } : {}),
-      ...(hardChanged ? { hardState } : {}),
-      ...(snapshot !== null ? { snapshot } : {}),
+    const ready: Mutable<Ready> = {
       entries,
       messages: this.messages,
       committedEntries,
       readStates: this.readStates,
-      mustSync,
+      mustSync: entries.length > 0 || snapshot !== null || termOrVoteChanged,
     }
-    this.prevSoftState = softState
-    this.prevHardState = hardState
+    if (softChanged) ready.softState = this.prevSoftState = { role: this.role, leader: this.leader }
+    if (hardChanged) ready.hardState = this.prevHardState = { term: this.term, votedFor: this.votedFor, commitIndex: this.log.commitIndex }
+    if (snapshot !== null) ready.snapshot = snapshot
     this.messages = []
     this.readStates = []
     this.log.unstable.acceptInProgress()
@@ -472,6 +454,24 @@ export class RaftCore {
     if (lastCommitted !== undefined) this.log.acceptApplying(lastCommitted.index)
     this.readyInProgress = ready
     return ready
+  }
+
+  /** Whether ready() would return work (without taking it). */
+  private hasReady(): boolean {
+    const log = this.log
+    const unstable = log.unstable
+    return (
+      this.messages.length > 0 ||
+      this.readStates.length > 0 ||
+      this.role !== this.prevSoftState.role ||
+      this.leader !== this.prevSoftState.leader ||
+      this.term !== this.prevHardState.term ||
+      this.votedFor !== this.prevHardState.votedFor ||
+      log.commitIndex !== this.prevHardState.commitIndex ||
+      unstable.offsetInProgress < unstable.offset + unstable.entries.length ||
+      unstable.nextSnapshot() !== null ||
+      (unstable.snapshot === null && log.applyingIndex < log.commitIndex)
+    )
   }
 
   /** The driver did everything `ready` asked (persisted, sent, applied). */
@@ -490,7 +490,8 @@ export class RaftCore {
   // ---------------------------------------------------------------------------------------------------------------
   // Queries.
 
-  status(): RaftStatus {
+  /** This server's state; `progress` (the leader's view of each follower) unless asked to leave it out. */
+  status(options: { progress?: boolean } = {}): RaftStatus {
     const base = {
       id: this.id,
       term: this.term,
@@ -507,7 +508,7 @@ export class RaftCore {
       configurationIndex: this.log.configurationIndex(),
       leadTransferee: this.leadTransferee,
     }
-    if (this.role !== 'leader') return base
+    if (this.role !== 'leader' || options.progress === false) return base
     const progress: Record<NodeId, ProgressStatus> = {}
     for (const [id, pr] of this.progress) {
       progress[id] = {

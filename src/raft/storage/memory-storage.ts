@@ -60,7 +60,9 @@ export class MemoryStorage implements LogReader {
     const offset = this.placeholder().index
     assert(first.index > offset, `append at ${first.index} overwrites compacted entries (up to ${offset})`)
     assert(first.index <= this.lastIndex() + 1, `append at ${first.index} leaves a gap after ${this.lastIndex()}`)
-    this.log = this.log.slice(0, first.index - offset).concat(entries)
+    // Truncate in place, then push: appending at the end (the common case) costs only the new entries.
+    this.log.length = first.index - offset
+    for (const entry of entries) this.log.push(entry)
   }
 
   /** Replaces the whole log with a snapshot received from the leader (Ready step 1a). */
