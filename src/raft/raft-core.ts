@@ -414,9 +414,11 @@ export class RaftCore {
   /**
    * The driver made a snapshot up to `snapshotIndex` (metadata from `snapshotMetadata`) durable and visible through
    * `LogReader.snapshot()`. Returns the index up to which it may now delete log entries (keeping trailingEntries).
+   * The snapshot may be of entries handed out for applying whose Ready is not yet advanced: they are never handed out
+   * again.
    */
   snapshotSaved(snapshotIndex: number): number {
-    assert(snapshotIndex <= this.log.appliedIndex, `snapshot ${snapshotIndex} is beyond the applied index ${this.log.appliedIndex}`)
+    assert(snapshotIndex <= this.log.applyingIndex, `snapshot ${snapshotIndex} is beyond what was handed out to apply (${this.log.applyingIndex})`)
     const saved = this.storage.snapshot()
     assert(saved !== null && saved.index >= snapshotIndex, `storage does not show the snapshot at ${snapshotIndex}`)
     this.log.pruneConfigurations(snapshotIndex)
@@ -559,12 +561,12 @@ export class RaftCore {
   }
 
   /**
-   * Metadata for a snapshot of the state machine at `index` (at most the applied index): the term there and the
-   * configuration in force there (Thesis §5.1). Null while a snapshot received from the leader waits to be
-   * installed: it replaces the state machine and the log anyway, so there is nothing worth saving.
+   * Metadata for a snapshot of the state machine at `index`, a committed index (the state machine may have applied
+   * it before this Ready is advanced): the term there and the configuration in force there (Thesis §5.1). Null while
+   * a snapshot received from the leader waits to be installed: it replaces the state machine and the log anyway.
    */
   snapshotMetadata(index: number): SnapshotMetadata | null {
-    assert(index <= this.log.appliedIndex, `snapshot at ${index} is beyond the applied index ${this.log.appliedIndex}`)
+    assert(index <= this.log.commitIndex, `snapshot at ${index} is beyond the commit index ${this.log.commitIndex}`)
     if (this.log.unstable.snapshot !== null) return null
     const term = this.log.term(index)
     assert(term !== undefined, `no term known for applied index ${index}`)
