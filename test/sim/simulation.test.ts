@@ -5,14 +5,14 @@
  *
  *   npx tsx scripts/sim.ts --seed 0x… [--trace]
  *
- * Environment: RAFT_SIM_SCHEDULES (default 2500) and RAFT_SIM_FIRST_SEED (default 1) choose the seeds run;
+ * Environment: RAFT_SIM_SCHEDULES (default 2000) and RAFT_SIM_FIRST_SEED (default 1) choose the seeds run;
  * RAFT_SIM_SEEDS (comma-separated) runs just those.
  */
 import { expect } from 'chai'
 import { SimulationViolation, StateChecker } from './checker.js'
 import { formatSeed, parseSeed, runSeed, SimulationFailure } from './simulation.js'
 
-const SCHEDULES = Number(process.env['RAFT_SIM_SCHEDULES'] ?? '2500')
+const SCHEDULES = Number(process.env['RAFT_SIM_SCHEDULES'] ?? '2000')
 const FIRST_SEED = parseSeed(process.env['RAFT_SIM_FIRST_SEED'] ?? '1')
 const ONLY_SEEDS = (process.env['RAFT_SIM_SEEDS'] ?? '').split(',').filter((seed) => seed.trim() !== '').map((seed) => parseSeed(seed.trim()))
 
