@@ -285,6 +285,9 @@ export class RaftReplica implements Cluster {
       this.lastLeaderContactAt = Date.now()
       for (const waiter of this.leaderWaiters) waiter.resolve()
       this.leaderWaiters.clear()
+      // Reads confirmed by an old leader that went away would wait out their timeout: ask the new one. A read index
+      // from any leader of a later term is at least as recent, so a late answer to the first request is still safe.
+      if (changed) for (const context of this.reads.keys()) this.core.readIndex(context)
     }
     if (role === 'leader') this.onBecomeLeader()
   }
