@@ -34,7 +34,7 @@ export interface AgentConfig {
   tokenMinExpirationTtlMs: number
   tokenMaxExpirationTtlMs: number
   cloud: { resourceId?: string; clientId?: string; clientSecret?: string; managementPlaneUrl?: string }
-  raft: { heartbeatIntervalMs: number; electionTimeoutMs: number; snapshotThreshold: number }
+  raft: { heartbeatIntervalMs: number; electionTimeoutMs: number; snapshotThreshold: number; leaderWaitMs: number }
 }
 
 type Raw = Record<string, unknown>
@@ -136,7 +136,7 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   log_level: [],
   acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens'],
   cloud: ['resource_id', 'client_id', 'client_secret', 'management_plane_url'],
-  raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold'],
+  raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold', 'leader_wait'],
 }
 
 /** Flattens the file to dotted keys (acl.default_policy), refusing keys the agent does not know. */
@@ -273,6 +273,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
   if (heartbeatIntervalMs <= 0 || electionTimeoutMs < 2 * heartbeatIntervalMs) {
     throw new ConfigError('raft.election_timeout: must be at least twice raft.heartbeat_interval')
   }
+  const leaderWaitMs = durationSetting('raft.leader_wait', settings.get('raft.leader_wait'), 7_000)
+  if (leaderWaitMs < electionTimeoutMs) throw new ConfigError('raft.leader_wait: must be at least raft.election_timeout, or no election could finish in time')
   const snapshotThreshold = settings.get('raft.snapshot_threshold') ?? 8192
   if (typeof snapshotThreshold !== 'number' || !Number.isInteger(snapshotThreshold) || snapshotThreshold < 1) {
     throw new ConfigError('raft.snapshot_threshold: must be a positive integer')
@@ -304,7 +306,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
       ...optional('clientSecret', stringSetting('cloud.client_secret', settings.get('cloud.client_secret'))),
       ...optional('managementPlaneUrl', stringSetting('cloud.management_plane_url', settings.get('cloud.management_plane_url'))),
     },
-    raft: { heartbeatIntervalMs, electionTimeoutMs, snapshotThreshold },
+    raft: { heartbeatIntervalMs, electionTimeoutMs, snapshotThreshold, leaderWaitMs },
   }
 }
 

@@ -70,6 +70,7 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
     heartbeatIntervalMs: config.raft.heartbeatIntervalMs,
     electionTimeoutMs: config.raft.electionTimeoutMs,
     snapshotThreshold: config.raft.snapshotThreshold,
+    leaderWaitMs: config.raft.leaderWaitMs,
     stateDirectory,
     clusterKey: config.clusterKey,
     joining,

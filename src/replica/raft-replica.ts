@@ -792,6 +792,7 @@ export class RaftReplica implements Cluster {
     this.kick()
     const deadline = Date.now() + waitMs
     while (this.role === 'leader' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    if (this.role !== 'leader') this.options.log.info({ to: target }, 'handed leadership over before stopping')
   }
 
   private fail(error: unknown): void {

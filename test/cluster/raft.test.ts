@@ -174,3 +174,84 @@ describe('a three-node Raft cluster of real processes', function () {
     expect(lost, `acknowledged but lost (failover took ${failoverMs} ms)`).to.deep.equal([])
   })
 })
+
+describe('a three-node cluster that loses its quorum, or its leader stops cleanly', function () {
+  this.timeout(60_000)
+  let cluster: TestCluster
+  let configDir: string
+
+  before(async () => {
+    const { mkdtemp, writeFile } = await import('node:fs/promises')
+    const { tmpdir } = await import('node:os')
+    const { join } = await import('node:path')
+    configDir = await mkdtemp(join(tmpdir(), 'warden-quorum-'))
+    const configFile = join(configDir, 'config.json')
+    await writeFile(configFile, JSON.stringify({ raft: { leader_wait: '1s' } }))
+    cluster = await TestCluster.start({ args: ['--config-file', configFile] })
+  })
+  after(async () => {
+    await cluster.stop()
+    const { rm } = await import('node:fs/promises')
+    await rm(configDir, { recursive: true, force: true })
+  })
+
+  it('hands leadership to a follower when the leader stops on SIGTERM', async () => {
+    const leader = await cluster.leader()
+    const agent = cluster.node(leader)
+    expect(await agent.stop()).to.equal(0)
+    cluster.nodes.set(leader, undefined)
+    expect(agent.logs.join('\n')).to.include('handed leadership over before stopping')
+    const next = await cluster.leader()
+    expect(next).to.not.equal(leader)
+    const write = await cluster.node(next).request('PUT', '/v1/acl/policy', { body: { Name: 'after-clean-stop' } })
+    expect(write.status, write.text).to.equal(200)
+    await cluster.restart(leader)
+    await cluster.ready()
+  })
+
+  it('without a quorum, refuses writes and non-stale reads with 503 no_leader after raft.leader_wait, and serves stale reads', async () => {
+    const leader = await cluster.leader()
+    const [survivor, other] = cluster.followers(leader)
+    await cluster.kill(leader)
+    await cluster.kill(other!)
+    const agent = cluster.node(survivor!)
+    const write = await agent.request('PUT', '/v1/acl/policy', { body: { Name: 'without-quorum' } })
+    expect(write.status).to.be.oneOf([503, 504])
+    if (write.status === 503) expect(write.body.Code).to.equal('no_leader')
+    const read = await agent.request('GET', '/v1/acl/policies?consistent')
+    expect(read.status).to.equal(503)
+    expect(read.body.Code).to.equal('no_leader')
+    const stale = await agent.request('GET', '/v1/acl/policies?stale')
+    expect(stale.status).to.equal(200)
+    expect(stale.headers.get('x-service-effective-consistency')).to.equal('stale')
+    await cluster.restart(leader)
+    await cluster.restart(other!)
+    await cluster.ready()
+    const names = await policyNames(cluster.node(await cluster.leader()), 'consistent')
+    expect(names.has('after-clean-stop')).to.equal(true)
+  })
+})
+
+describe('a multi-node agent without a cluster key', () => {
+  it('refuses to start with one line naming the cluster key, exit code 2', async () => {
+    const { spawnSync } = await import('node:child_process')
+    const { mkdtemp, rm } = await import('node:fs/promises')
+    const { tmpdir } = await import('node:os')
+    const { join } = await import('node:path')
+    const { CLI } = await import('../support/agent.js')
+    const dir = await mkdtemp(join(tmpdir(), 'warden-nokey-'))
+    try {
+      const result = spawnSync(process.execPath, [CLI, 'agent', '--data-dir', dir, '--node-name', 'n1', '--http-addr', '127.0.0.1:0', '--cluster-addr', '127.0.0.1:0', '--peer', 'n2=127.0.0.1:1'], {
+        encoding: 'utf8',
+        timeout: 15_000,
+        env: { ...process.env, WARDEN_CLUSTER_KEY: '' },
+      })
+      expect(result.status).to.equal(2)
+      const lines = result.stderr.trim().split('\n')
+      expect(lines).to.have.length(1)
+      expect(lines[0]).to.include('--cluster-key')
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
