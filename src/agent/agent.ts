@@ -11,8 +11,7 @@ import { join } from 'node:path'
 import type { Logger } from 'pino'
 import { newUuid, formatTime } from '../lib/ids.js'
 export { UnknownCommandError } from '../state/store.js'
-import { COMMAND_VERSION, type TokenCreate } from '../state/commands.js'
-import { DEFAULT_NAMESPACE } from '../state/records.js'
+import { bareToken, COMMAND_VERSION, type TokenCreate } from '../state/commands.js'
 import { getByUnique, getRecord, policySpec, secretDigest, tokenSpec } from '../state/tables.js'
 import { GLOBAL_MANAGEMENT_POLICY_ID } from '../state/builtins.js'
 import { startReplica } from './replicas.js'
@@ -31,20 +30,7 @@ export interface RunningAgent {
 }
 
 function managementTokenRecord(secret: string, description: string, nowMs: number): TokenCreate {
-  return {
-    AccessorID: newUuid(),
-    SecretID: secret,
-    Description: description,
-    Policies: [],
-    Roles: [],
-    TemplatedPolicies: [],
-    ServiceIdentities: [],
-    NodeIdentities: [],
-    Local: false,
-    AuthMethod: '',
-    CreateTime: formatTime(nowMs),
-    Namespace: DEFAULT_NAMESPACE,
-  }
+  return bareToken({ AccessorID: newUuid(), SecretID: secret, Description: description, CreateTime: formatTime(nowMs) })
 }
 
 async function prepareDataDir(config: AgentConfig): Promise<{ dataDir: string; temporary: boolean }> {

@@ -5,7 +5,7 @@
  * root hook (test/support/hooks.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
+import { freePort } from '../../cluster/lib.js'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startAgent, type AgentProcess } from './agent.js'
@@ -13,16 +13,7 @@ import { startAgent, type AgentProcess } from './agent.js'
 export const CLUSTER_KEY = 'test-cluster-key-0123456789abcdef'
 export const MANAGEMENT_TOKEN = '5c1e7f9a-2b3d-4e5f-8a9b-0c1d2e3f4a5b'
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
+export { freePort }
 
 export interface NodeSpec {
   name: string
