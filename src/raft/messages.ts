@@ -75,6 +75,11 @@ export interface HeartbeatResponse extends MessageBase {
   readonly type: 'heartbeatResponse'
   readonly seq: number
   readonly tick: number
+  /**
+   * The follower's last log index. Lower than the matchIndex the leader holds for it only when the follower lost
+   * entries it had acknowledged (its storage was wiped): the leader then probes it again from there.
+   */
+  readonly lastIndex: number
 }
 
 /**

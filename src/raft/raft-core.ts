@@ -892,7 +892,7 @@ export class RaftCore {
     // storage was wiped (an operator rebuilding a node) has less than the leader remembers: commit only what it
     // holds, all of which came through AppendEntries' consistency check; the leader's probe brings the rest.
     this.log.commitTo(Math.min(message.leaderCommit, this.log.lastIndex()))
-    this.send<'heartbeatResponse'>({ type: 'heartbeatResponse', to: message.from, term: this.term, seq: message.seq, tick: message.tick })
+    this.send<'heartbeatResponse'>({ type: 'heartbeatResponse', to: message.from, term: this.term, seq: message.seq, tick: message.tick, lastIndex: this.log.lastIndex() })
   }
 
   private handleInstallSnapshot(message: InstallSnapshot): void {
@@ -994,6 +994,12 @@ export class RaftCore {
 
   private handleHeartbeatResponse(message: HeartbeatResponse, progress: Progress): void {
     progress.paused = false
+    if (message.lastIndex < progress.matchIndex && progress.state !== 'snapshot') {
+      // The follower lost entries it had acknowledged (an operator wiped its storage). Raft assumes this never
+      // happens; rather than leave it stuck (every rejection would look stale), forget what it had and probe it again.
+      progress.matchIndex = message.lastIndex
+      progress.becomeProbe()
+    }
     progress.ackedSeq = Math.max(progress.ackedSeq, message.seq)
     progress.ackedTick = Math.max(progress.ackedTick, message.tick)
     // A follower that is behind, or one we are probing, gets an AppendEntries now rather than at the next proposal;

@@ -70,4 +70,25 @@ describe('snapshots and log compaction in a three-node cluster', function () {
     expect(after.status, after.text).to.equal(200)
     expect((await policies(restarted)).some((policy) => policy.Name === 'after-snapshot')).to.equal(true)
   })
+
+  it('catches up a wiped node of an idle cluster, whose leader last saw it fully replicated', async () => {
+    const leaderName = await cluster.leader()
+    const leader = cluster.node(leaderName)
+    for (let n = 0; n < 60; n += 1) expect((await leader.request('PUT', '/v1/acl/policy', { body: { Name: `before-idle-wipe-${n}` } })).status).to.equal(200)
+    const victim = cluster.followers(leaderName)[0]!
+    // Let the follower acknowledge everything, so the leader's matchIndex for it is the last index.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await cluster.kill(victim)
+    await rm(cluster.specs.find((candidate) => candidate.name === victim)!.dataDir, { recursive: true, force: true })
+    const expected = await policies(leader)
+    const restarted = await cluster.restart(victim)
+    const deadline = Date.now() + 20_000
+    for (;;) {
+      const list = await restarted.request('GET', '/v1/acl/policies?stale').catch(() => undefined)
+      if (list?.status === 200 && (list.body as unknown[]).length === expected.length) break
+      if (Date.now() > deadline) throw new Error(`the wiped node of an idle cluster did not catch up: ${list?.status}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(await policies(restarted)).to.deep.equal(expected)
+  })
 })

@@ -705,7 +705,7 @@ function describe(message: Message): string {
     case 'heartbeat':
       return `${head} commit=${message.leaderCommit} seq=${message.seq}`
     case 'heartbeatResponse':
-      return `${head} seq=${message.seq}`
+      return `${head} seq=${message.seq} last=${message.lastIndex}`
     case 'installSnapshot':
       return `${head} snapshot=${message.snapshot.index}/${message.snapshot.term}`
     case 'readIndex':

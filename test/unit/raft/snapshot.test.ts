@@ -140,4 +140,24 @@ describe('raft: snapshots and log compaction (§7)', function () {
     node.drain()
     expect(node.applied.map((entry) => entry.index)).to.deep.equal([6])
   })
+
+  it('probes again a follower whose storage was wiped, which reports a last index below its matchIndex, and sends it a snapshot', function () {
+    const network = TestNetwork.of(['a', 'b', 'c'], { trailingEntries: 0 })
+    network.elect('a')
+    for (const command of ['1', '2', '3']) network.propose('a', command)
+    network.settle()
+    const leader = network.node('a')
+    const matched = leader.status.progress!['c']!.matchIndex
+    expect(matched).to.be.above(3)
+    snapshotAndCompact(leader)
+    // c loses everything and restarts empty, as an operator rebuilding a node would leave it.
+    const wiped = newNode('c', ['a', 'b', 'c'], { trailingEntries: 0 }, new MemoryStorage(), 7)
+    network.nodes.set('c', wiped)
+    const snapshots: InstallSnapshot[] = []
+    network.dropIf = (m) => m.type === 'installSnapshot' && snapshots.push(m) > 0
+    network.tickAll(2)
+    network.settle()
+    expect(snapshots.map((m) => m.to)).to.include('c')
+    expect(leader.status.progress!['c']!.state).to.equal('snapshot')
+  })
 })
