@@ -1,0 +1,290 @@
+/**
+ * Turning a run into what people read: the terminal table, the warden/etcd ratios, the issue's targets with what was
+ * measured against each, the Markdown for the README, and the SVG chart (hand-written: one bar pair per row,
+ * throughput and p99, so no plotting dependency is needed).
+ */
+import type { ProcessUsage } from './procfs.js'
+import type { Ratio, Results, Row, Target } from './results.js'
+
+/** The issue's etcd figures on its reference machine, used only when etcd was not measured in this run. */
+const ISSUE_ETCD_PUT_RPS = 3_700
+const ISSUE_ETCD_PUT_P99_MS = 42
+
+function findRow(results: Results, system: string, name: string, connections?: number): Row | undefined {
+  return results.rows.find((row) => row.system === system && row.name === name && (connections === undefined || row.connections === connections))
+}
+
+function processSummary(processes: ProcessUsage[]): string {
+  return processes
+    .map((usage) => {
+      const role = usage.role === 'leader' ? '(L)' : ''
+      const memory = usage.label === 'autocannon' || usage.label === 'driver' ? '' : ` ${Math.round(usage.rssMb)}MB`
+      return `${usage.label === 'autocannon' ? 'load' : usage.label}${role}${memory} ${usage.cpuPercent}%`
+    })
+    .join(' · ')
+}
+
+function formatNumber(value: number): string {
+  if (!Number.isFinite(value)) return '—'
+  return value >= 100 ? Math.round(value).toLocaleString('en-US') : String(Math.round(value * 10) / 10)
+}
+
+export function computeRatios(results: Results): Ratio[] {
+  const ratios: Ratio[] = []
+  const pair = (what: string, warden: Row | undefined, etcd: Row | undefined): void => {
+    if (warden === undefined || etcd === undefined) return
+    ratios.push({ what: `${what}: req/s`, warden: warden.rps, etcd: etcd.rps, ratio: round2(warden.rps / Math.max(1, etcd.rps)), unit: 'req/s' })
+    ratios.push({ what: `${what}: p99`, warden: warden.p99Ms, etcd: etcd.p99Ms, ratio: round2(warden.p99Ms / Math.max(0.1, etcd.p99Ms)), unit: 'ms' })
+  }
+  for (const row of results.rows.filter((candidate) => candidate.system === 'warden' && candidate.workload === 'writes' && candidate.cluster === 'warden ×3')) {
+    const target = row.name.endsWith('leader') ? 'leader' : 'follower'
+    pair(`token create vs put → ${target}, ${row.connections} conn`, row, findRow(results, 'etcd', `put → ${target}`, row.connections))
+  }
+  pair('policy read ?stale vs serializable range → follower', findRow(results, 'warden', 'policy read ?stale → follower'), findRow(results, 'etcd', 'range serializable → follower'))
+  pair('policy read default vs linearizable range → follower', findRow(results, 'warden', 'policy read default → follower'), findRow(results, 'etcd', 'range linearizable → follower'))
+  pair('policy read ?consistent vs linearizable range → follower', findRow(results, 'warden', 'policy read ?consistent → follower'), findRow(results, 'etcd', 'range linearizable → follower'))
+  pair('policy read default vs linearizable range → leader', findRow(results, 'warden', 'policy read default → leader'), findRow(results, 'etcd', 'range linearizable → leader'))
+  pair('policy read ?consistent vs linearizable range → leader', findRow(results, 'warden', 'policy read ?consistent → leader'), findRow(results, 'etcd', 'range linearizable → leader'))
+  const wardenFailover = results.failover.find((summary) => summary.system === 'warden')
+  const etcdFailover = results.failover.find((summary) => summary.system === 'etcd')
+  if (wardenFailover !== undefined && etcdFailover !== undefined) {
+    ratios.push({ what: 'failover median', warden: wardenFailover.medianMs, etcd: etcdFailover.medianMs, ratio: round2(wardenFailover.medianMs / Math.max(1, etcdFailover.medianMs)), unit: 'ms' })
+  }
+  return ratios
+}
+
+function round2(value: number): number {
+  return Math.round(value * 100) / 100
+}
+
+export function evaluateTargets(results: Results): Target[] {
+  const targets: Target[] = []
+  const write = findRow(results, 'warden', 'token create → leader', 64)
+  if (write !== undefined) {
+    const etcd = findRow(results, 'etcd', 'put → leader', 64)
+    const etcdRps = etcd?.rps ?? ISSUE_ETCD_PUT_RPS
+    const etcdP99 = etcd?.p99Ms ?? ISSUE_ETCD_PUT_P99_MS
+    const source = etcd === undefined ? "the issue's etcd figures" : 'etcd put → leader, 64 conn, this run'
+    targets.push({
+      target: 'token create, 3 nodes, 64 conn: writes/s ≥ etcd put, p99 no higher',
+      measured: `${formatNumber(write.rps)}/s p99 ${formatNumber(write.p99Ms)} ms vs ${formatNumber(etcdRps)}/s p99 ${formatNumber(etcdP99)} ms (${source})`,
+      met: write.rps >= etcdRps && write.p99Ms <= etcdP99,
+    })
+  }
+  const stale = findRow(results, 'warden', 'policy read ?stale → follower')
+  const koa = findRow(results, 'koa', 'bare Koa hello world')
+  if (stale !== undefined && koa !== undefined) {
+    targets.push({
+      target: '?stale read on a follower ≥ 80% of a bare Koa hello world',
+      measured: `${formatNumber(stale.rps)}/s = ${Math.round((stale.rps / Math.max(1, koa.rps)) * 100)}% of ${formatNumber(koa.rps)}/s`,
+      met: stale.rps >= 0.8 * koa.rps,
+    })
+  }
+  const linearizable = findRow(results, 'etcd', 'range linearizable → follower')
+  const readDefault = findRow(results, 'warden', 'policy read default → follower')
+  const readConsistent = findRow(results, 'warden', 'policy read ?consistent → follower')
+  if (readDefault !== undefined && readConsistent !== undefined) {
+    targets.push({
+      target: 'default and ?consistent reads ≥ etcd linearizable range',
+      measured:
+        `default ${formatNumber(readDefault.rps)}/s, ?consistent ${formatNumber(readConsistent.rps)}/s (follower)` +
+        (linearizable === undefined ? ' (etcd not measured)' : ` vs ${formatNumber(linearizable.rps)}/s`),
+      met: linearizable === undefined ? null : readDefault.rps >= linearizable.rps && readConsistent.rps >= linearizable.rps,
+    })
+  }
+  if (results.tokenResolution !== undefined) {
+    const microseconds = results.tokenResolution.cachedResolvePlusCheckNs / 1000
+    targets.push({ target: 'cached token resolution < 5 µs per request', measured: `${microseconds.toFixed(2)} µs (resolve + one check)`, met: microseconds < 5 })
+  }
+  const failover = results.failover.find((summary) => summary.system === 'warden')
+  if (failover !== undefined) {
+    targets.push({
+      target: 'failover median < 1 s, max < 2 s, 0 acknowledged writes lost',
+      measured: `median ${formatNumber(failover.medianMs)} ms, max ${formatNumber(failover.maxMs)} ms over ${failover.rounds.length} rounds, ${failover.lost} of ${failover.acknowledged} lost`,
+      met: failover.medianMs < 1_000 && failover.maxMs < 2_000 && failover.lost === 0,
+    })
+  }
+  if (results.blocking !== undefined) {
+    const blocking = results.blocking
+    targets.push({
+      target: `${blocking.queries.toLocaleString('en-US')} blocking queries released < 1 s, RSS growth < 100 MB`,
+      measured: `${blocking.answered} answered, last after ${blocking.releasedMs} ms; RSS +${blocking.rssGrowthMb} MB`,
+      met: blocking.queries >= 10_000 ? blocking.releasedMs < 1_000 && blocking.rssGrowthMb < 100 && blocking.statuses['200'] === blocking.queries : null,
+    })
+  }
+  if (results.scale !== undefined) {
+    const scale = results.scale
+    const rssMax = Math.max(...Object.values(scale.rssMb), ...Object.values(scale.rssAfterRestartMb))
+    targets.push({
+      target: '1,000,000 tokens: RSS < 500 MB per node, restart < 15 s, wiped node caught up < 2 min',
+      measured:
+        `${scale.loaded.toLocaleString('en-US')} tokens: RSS max ${formatNumber(rssMax)} MB, restart to serving ${formatNumber(scale.restartToServingMs)} ms, ` +
+        `wiped catch-up ${scale.wipedCatchUpMs === null ? 'timed out' : `${formatNumber(scale.wipedCatchUpMs)} ms`}`,
+      met: scale.loaded >= 1_000_000 ? rssMax < 500 && scale.restartToServingMs < 15_000 && scale.wipedCatchUpMs !== null && scale.wipedCatchUpMs < 120_000 : null,
+    })
+  }
+  return targets
+}
+
+function pad(text: string, width: number, right = false): string {
+  return right ? text.padStart(width) : text.padEnd(width)
+}
+
+export function renderTable(results: Results): string {
+  const header = ['workload', 'case', 'cluster', 'conn', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS and CPU per process (L = leader)']
+  const lines = results.rows.map((row) => [
+    row.workload,
+    row.name,
+    row.cluster,
+    String(row.connections),
+    formatNumber(row.rps),
+    formatNumber(row.p50Ms),
+    formatNumber(row.p99Ms),
+    String(row.errors),
+    processSummary(row.processes),
+  ])
+  const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => (line[column] ?? '').length)))
+  const numeric = new Set([3, 4, 5, 6, 7])
+  const render = (cells: string[]): string => cells.map((cell, column) => pad(cell, widths[column] ?? 0, numeric.has(column))).join('  ').trimEnd()
+  return [render(header), widths.map((width) => '-'.repeat(width)).join('  '), ...lines.map(render)].join('\n')
+}
+
+export function renderSummary(results: Results): string {
+  const out: string[] = []
+  if (results.cas !== undefined) {
+    const cas = results.cas
+    out.push(`cas: ${cas.writers} writers, ${cas.successesPerSecond} successful increments/s of ${cas.attemptsPerSecond} applies/s, false rate ${Math.round(cas.falseRate * 100)}%, duplicate wins ${cas.duplicateWins}, errors ${cas.errors}`)
+  }
+  if (results.blocking !== undefined) {
+    const blocking = results.blocking
+    out.push(
+      `blocking: ${blocking.queries} waiting; write answered in ${blocking.writeMs} ms; all ${blocking.answered} answered ${blocking.releasedMs} ms after the write (median ${blocking.medianAnswerMs} ms); ` +
+        `RSS ${blocking.rssBeforeMb} → ${blocking.rssWaitingMb} MB waiting, peak ${blocking.rssPeakMb} MB (+${blocking.rssGrowthMb} MB); statuses ${JSON.stringify(blocking.statuses)}`,
+    )
+  }
+  for (const failover of results.failover) {
+    out.push(
+      `failover ${failover.system}: median ${formatNumber(failover.medianMs)} ms, max ${formatNumber(failover.maxMs)} ms (rounds: ${failover.rounds.map((round) => round.firstWriteMs).join(', ')}); ` +
+        `${failover.acknowledged} acknowledged, ${failover.lost} lost, ${failover.failed} failed or unknown`,
+    )
+  }
+  if (results.fsync !== undefined) {
+    const fsync = results.fsync
+    out.push(`fsyncs per write (${fsync.writes} writes, ${fsync.note}): ${fsync.nodes.map((node) => `${node.node}${node.role === 'leader' ? '(L)' : ''} ${node.syncs} = ${node.perWrite}/write`).join(', ')}`)
+  }
+  if (results.tokenResolution !== undefined) {
+    const resolution = results.tokenResolution
+    out.push(`token resolution (microbenchmark, ${resolution.tokens} tokens): authorizer check ${(resolution.checkNsPerCall / 1000).toFixed(3)} µs; cached resolve + check ${(resolution.cachedResolvePlusCheckNs / 1000).toFixed(3)} µs`)
+  }
+  if (results.scale !== undefined) {
+    const scale = results.scale
+    out.push(
+      `scale: ${scale.loaded.toLocaleString('en-US')} of ${scale.requested.toLocaleString('en-US')} tokens in ${scale.loadSeconds} s (${scale.loadRate}/s, p99 ${scale.loadP99Ms} ms, ${scale.loadErrors} errors); ` +
+        `RSS ${JSON.stringify(scale.rssMb)} MB; list by policy (${scale.listByPolicy.tokensPerPolicy} tokens): ?stale follower p50 ${scale.listByPolicy.staleFollowerP50Ms} ms max ${scale.listByPolicy.staleFollowerMaxMs} ms, ` +
+        `default leader p50 ${scale.listByPolicy.defaultLeaderP50Ms} ms max ${scale.listByPolicy.defaultLeaderMaxMs} ms; restart to serving ${scale.restartToServingMs} ms (caught up ${scale.restartCaughtUpMs} ms); ` +
+        `wiped node caught up in ${scale.wipedCatchUpMs ?? 'timeout'} ms; RSS after ${JSON.stringify(scale.rssAfterRestartMb)} MB${scale.notes.length > 0 ? `; ${scale.notes.join('; ')}` : ''}`,
+    )
+  }
+  if (results.ratios.length > 0) {
+    out.push('warden / etcd:')
+    for (const ratio of results.ratios) out.push(`  ${ratio.what}: ${formatNumber(ratio.warden)} vs ${formatNumber(ratio.etcd)} ${ratio.unit} = ${ratio.ratio}×`)
+  }
+  if (results.targets.length > 0) {
+    out.push('targets (issue 8):')
+    for (const target of results.targets) out.push(`  [${target.met === null ? ' ?  ' : target.met ? ' met' : 'MISS'}] ${target.target}: ${target.measured}`)
+  }
+  for (const skipped of results.skipped) out.push(`skipped: ${skipped}`)
+  return out.join('\n')
+}
+
+export function renderMarkdown(results: Results): string {
+  const lines = ['| Workload | Case | Cluster | Conn | req/s | p50 ms | p99 ms | Errors | RSS, CPU per process |', '|---|---|---|--:|--:|--:|--:|--:|---|']
+  for (const row of results.rows) {
+    lines.push(`| ${row.workload} | ${row.name} | ${row.cluster} | ${row.connections} | ${formatNumber(row.rps)} | ${formatNumber(row.p50Ms)} | ${formatNumber(row.p99Ms)} | ${row.errors} | ${processSummary(row.processes)} |`)
+  }
+  if (results.targets.length > 0) {
+    lines.push('', '| Target (issue 8) | Measured | Met |', '|---|---|---|')
+    for (const target of results.targets) lines.push(`| ${target.target} | ${target.measured} | ${target.met === null ? 'n/a' : target.met ? 'yes' : 'no'} |`)
+  }
+  return lines.join('\n')
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+}
+
+const COLORS: Record<string, string> = { warden: '#3867a8', etcd: '#d9822b', koa: '#8a8a8a' }
+
+/** Where `value` falls on a log scale from 10^lowPower to 10^highPower, as a share of the axis (0 below it). */
+function logShare(value: number, lowPower: number, highPower: number): number {
+  if (!(value > 0)) return 0
+  return Math.min(1, Math.max(0, (Math.log10(value) - lowPower) / (highPower - lowPower)))
+}
+
+/**
+ * Throughput and p99 bars side by side, one line per row, grouped by workload. Both axes are logarithmic: the rows
+ * span three decades (a one-connection write, a hello-world route; a 2 ms read, a 2.5 s release of 10,000 blocking
+ * queries), and on a linear axis most bars would be a pixel wide. Every bar carries its value.
+ */
+export function renderSvg(results: Results): string {
+  const rows = results.rows
+  const rowHeight = 18
+  const labelWidth = 430
+  const panelWidth = 260
+  const gap = 70
+  const top = 76
+  const width = labelWidth + panelWidth * 2 + gap * 2 + 20
+  const footer = renderSummary(results).split('\n').filter((line) => !line.startsWith('  ') && !line.startsWith('warden / etcd') && !line.startsWith('targets'))
+  const height = top + rows.length * rowHeight + 30 + footer.length * 15
+  const rpsPowers = [1, Math.max(2, Math.ceil(Math.log10(Math.max(10, ...rows.map((row) => row.rps)))))] as const
+  const p99Powers = [0, Math.max(1, Math.ceil(Math.log10(Math.max(10, ...rows.map((row) => row.p99Ms)))))] as const
+  const throughputX = labelWidth
+  const latencyX = labelWidth + panelWidth + gap
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
+    `<rect width="100%" height="100%" fill="#fff"/>`,
+    `<text x="10" y="20" font-size="14" font-weight="bold">warden benchmark ${escapeXml(results.date.slice(0, 10))}: throughput and p99 per workload</text>`,
+    `<text x="10" y="38" fill="#555">${escapeXml(`${results.machine.cpu}, ${results.machine.cores} cores, Node ${results.machine.node}${results.machine.etcd === undefined ? '' : `, etcd ${results.machine.etcd}`}; commit ${results.commit}`)}</text>`,
+    `<text x="${throughputX}" y="${top - 22}" font-weight="bold">requests/s (log scale)</text>`,
+    `<text x="${latencyX}" y="${top - 22}" font-weight="bold">p99 latency, ms (log scale)</text>`,
+  ]
+  const axis = (x: number, powers: readonly [number, number]): void => {
+    for (let power = powers[0]; power <= powers[1]; power++) {
+      const tickX = x + logShare(10 ** power, powers[0], powers[1]) * panelWidth
+      const label = 10 ** power >= 1000 ? `${10 ** (power - 3)}k` : String(10 ** power)
+      parts.push(
+        `<line x1="${tickX.toFixed(1)}" x2="${tickX.toFixed(1)}" y1="${top - 4}" y2="${top + rows.length * rowHeight}" stroke="#e4e4e4"/>`,
+        `<text x="${tickX.toFixed(1)}" y="${top - 7}" fill="#777" text-anchor="middle" font-size="9">${label}</text>`,
+      )
+    }
+  }
+  axis(throughputX, rpsPowers)
+  axis(latencyX, p99Powers)
+  let previousWorkload = ''
+  rows.forEach((row, position) => {
+    const y = top + position * rowHeight
+    if (row.workload !== previousWorkload && position > 0) parts.push(`<line x1="10" x2="${width - 10}" y1="${y - 2}" y2="${y - 2}" stroke="#ccc"/>`)
+    previousWorkload = row.workload
+    const color = COLORS[row.system] ?? '#444'
+    const label = `${row.workload}: ${row.name}${row.cluster.startsWith(row.system) ? ` (${row.cluster.replace(/^\S+ /, '')})` : ''}, ${row.connections} conn`
+    const rpsWidth = logShare(row.rps, rpsPowers[0], rpsPowers[1]) * panelWidth
+    const p99Width = logShare(row.p99Ms, p99Powers[0], p99Powers[1]) * panelWidth
+    parts.push(
+      `<text x="10" y="${y + 12}" fill="${color}">${escapeXml(label)}</text>`,
+      `<rect x="${throughputX}" y="${y + 2}" width="${rpsWidth.toFixed(1)}" height="${rowHeight - 5}" fill="${color}"/>`,
+      `<text x="${throughputX + rpsWidth + 4}" y="${y + 12}">${formatNumber(row.rps)}</text>`,
+      `<rect x="${latencyX}" y="${y + 2}" width="${p99Width.toFixed(1)}" height="${rowHeight - 5}" fill="${color}" opacity="0.6"/>`,
+      `<text x="${latencyX + p99Width + 4}" y="${y + 12}">${formatNumber(row.p99Ms)}</text>`,
+    )
+  })
+  const legendY = top + rows.length * rowHeight + 16
+  let legendX = 10
+  for (const [system, color] of Object.entries(COLORS)) {
+    if (!rows.some((row) => row.system === system)) continue
+    parts.push(`<rect x="${legendX}" y="${legendY - 9}" width="10" height="10" fill="${color}"/><text x="${legendX + 14}" y="${legendY}">${system}</text>`)
+    legendX += 80
+  }
+  footer.forEach((line, position) => parts.push(`<text x="10" y="${legendY + 18 + position * 15}" fill="#333">${escapeXml(line.length > 190 ? `${line.slice(0, 187)}…` : line)}</text>`))
+  parts.push('</svg>')
+  return `${parts.join('\n')}\n`
+}

@@ -1,0 +1,141 @@
+/**
+ * The shape of a benchmark run, as written to scripts/bench/results/<date>.json and latest.json. One `Row` per load
+ * (what autocannon or a driver measured, with every process's RSS and CPU during it); the workloads that are not a
+ * rate (failover, blocking queries, scale, compare-and-set, fsyncs) keep their own figures beside the rows.
+ */
+import type { ProcessUsage } from './procfs.js'
+
+export type System = 'warden' | 'etcd' | 'koa'
+
+export interface Row {
+  /** The workload's --only name: writes, reads, authorized, cas, etcd ... */
+  workload: string
+  system: System
+  /** What was done: "token create → leader", "policy read ?stale → follower", "put → leader". */
+  name: string
+  /** "warden ×3", "warden ×1", "etcd ×3". */
+  cluster: string
+  connections: number
+  rps: number
+  p50Ms: number
+  p99Ms: number
+  errors: number
+  processes: ProcessUsage[]
+  note?: string
+}
+
+export interface FailoverRound {
+  round: number
+  killed: string
+  /** ms from SIGKILL of the leader to the first 200 of a write sent after it. */
+  firstWriteMs: number
+  newLeader: string
+}
+
+export interface FailoverSummary {
+  system: System
+  rounds: FailoverRound[]
+  medianMs: number
+  maxMs: number
+  acknowledged: number
+  /** Acknowledged writes absent from a linearizable read at the end (must be 0). */
+  lost: number
+  /** Writes whose outcome the server could not know (504) or that failed; not counted as acknowledged. */
+  failed: number
+}
+
+export interface BlockingSummary {
+  queries: number
+  /** From sending the write to the last blocking query's answer. */
+  releasedMs: number
+  /** From sending the write to half of the answers. */
+  medianAnswerMs: number
+  answered: number
+  statuses: Record<string, number>
+  rssBeforeMb: number
+  rssWaitingMb: number
+  rssPeakMb: number
+  rssGrowthMb: number
+  writeMs: number
+}
+
+export interface CasSummary {
+  writers: number
+  successesPerSecond: number
+  attemptsPerSecond: number
+  falseRate: number
+  /** Two writers won with the same cas value: must be 0. */
+  duplicateWins: number
+  errors: number
+}
+
+export interface FsyncSummary {
+  writes: number
+  /** Per node: fsync + fdatasync calls, and per acknowledged write. */
+  nodes: Array<{ node: string; role: string; syncs: number; perWrite: number }>
+  note: string
+}
+
+export interface ScaleSummary {
+  requested: number
+  loaded: number
+  loadSeconds: number
+  loadRate: number
+  loadP99Ms: number
+  loadErrors: number
+  rssMb: Record<string, number>
+  listByPolicy: { tokensPerPolicy: number; staleFollowerP50Ms: number; staleFollowerMaxMs: number; defaultLeaderP50Ms: number; defaultLeaderMaxMs: number }
+  restartToServingMs: number
+  restartCaughtUpMs: number
+  wipedCatchUpMs: number | null
+  rssAfterRestartMb: Record<string, number>
+  notes: string[]
+}
+
+export interface TokenResolution {
+  tokens: number
+  checkNsPerCall: number
+  cachedResolvePlusCheckNs: number
+}
+
+export interface Ratio {
+  what: string
+  warden: number
+  etcd: number
+  /** warden / etcd. */
+  ratio: number
+  unit: string
+}
+
+export interface Target {
+  target: string
+  measured: string
+  met: boolean | null
+}
+
+export interface Machine {
+  cpu: string
+  cores: number
+  memoryGb: number
+  node: string
+  kernel: string
+  etcd?: string
+}
+
+export interface Results {
+  date: string
+  machine: Machine
+  commit: string
+  options: Record<string, unknown>
+  elapsedS: number
+  rows: Row[]
+  cas?: CasSummary
+  blocking?: BlockingSummary
+  failover: FailoverSummary[]
+  scale?: ScaleSummary
+  tokenResolution?: TokenResolution
+  fsync?: FsyncSummary
+  ratios: Ratio[]
+  targets: Target[]
+  skipped: string[]
+}

@@ -1,0 +1,189 @@
+/**
+ * warden clusters for the benchmark: LocalCluster (cluster/lib.ts) on a temporary root, default agent settings, data
+ * dirs on disk, fsync on.
+ *
+ * Peer links: LocalCluster runs every peer link through a loopback TCP proxy process (so that it can partition
+ * them). That proxy leaves Nagle's algorithm on, and a small Raft frame held back by Nagle waits for the peer's
+ * delayed ACK (40 ms on Linux): measured through it, one-connection writes take 3-4x longer than warden takes, and
+ * etcd, run without a proxy, would be compared with the proxy rather than with warden. So by default the nodes are
+ * restarted once, one at a time, with `--peer` flags naming each other's real cluster addresses (a later --peer
+ * for a name overrides the proxy one), and the proxy idles. `viaProxy` keeps the proxies in the path (and reports
+ * the proxy's CPU).
+ *
+ * With `profileDir`, every agent runs V8's CPU profiler (cpu-profile-hook.mjs, preloaded through NODE_OPTIONS) and
+ * writes CPU.<pid>.cpuprofile there when it stops; `pids-<cluster>.json` there says which pid was which node.
+ */
+import type { Agent } from 'node:http'
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { LocalCluster, type ClusterState } from '../../cluster/lib.js'
+import { registerCleanup, signalIfOurs } from './children.js'
+import { httpCall, keepAliveAgent, type HttpAnswer, type HttpOptions } from './http-client.js'
+import type { Watched } from './procfs.js'
+
+export class WardenCluster {
+  readonly agent: Agent = keepAliveAgent(64)
+  leader = ''
+  followers: string[] = []
+  private roles = new Map<string, string>()
+  private readonly unregister: () => void
+  private readonly profiledPids: Array<{ node: string; pid: number }> = []
+
+  private constructor(
+    readonly label: string,
+    readonly cluster: LocalCluster,
+    readonly root: string,
+    private readonly profileDir: string | undefined,
+    /** Peer traffic goes through LocalCluster's proxy process (else the nodes dial each other directly). */
+    readonly viaProxy: boolean,
+  ) {
+    this.unregister = registerCleanup({ stop: () => this.stop(), killNow: () => this.killNow() })
+  }
+
+  static async start(label: string, nodes: number, options: { profileDir?: string; viaProxy?: boolean } = {}): Promise<WardenCluster> {
+    // Not under the repository: the disk is the same, and a crashed run leaves nothing in the working tree.
+    const root = await mkdtemp(join(tmpdir(), 'warden-bench-'))
+    // up() stops what it started when it fails; the root is ours to remove.
+    const cluster = await withProfiling(options.profileDir, () => LocalCluster.up({ nodes, root })).catch(async (error: unknown) => {
+      await rm(root, { recursive: true, force: true })
+      throw error
+    })
+    const handle = new WardenCluster(label, cluster, root, options.profileDir, options.viaProxy === true || nodes === 1)
+    if (!handle.viaProxy) await handle.linkDirectly()
+    handle.recordProfiledPids()
+    await handle.refreshRoles()
+    return handle
+  }
+
+  /**
+   * Restarts every node, one at a time so that a majority always runs, with --peer flags that name the real cluster
+   * addresses. LocalCluster keeps extra agent flags in its state file and passes them on every restart; writing them
+   * there (atomically, as LocalCluster writes it) is the only way in, since `up` picks the ports.
+   */
+  private async linkDirectly(): Promise<void> {
+    const statePath = join(this.root, 'state.json')
+    const state = JSON.parse(await readFile(statePath, 'utf8')) as ClusterState
+    const peers = Object.entries(state.nodes).flatMap(([name, spec]) => ['--peer', `${name}=${spec.clusterAddress}`])
+    state.args = [...(state.args ?? []), ...peers]
+    const temporary = `${statePath}.${process.pid}.bench.tmp`
+    await writeFile(temporary, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 })
+    await rename(temporary, statePath)
+    for (const node of this.nodes()) {
+      await this.restart(node)
+      await this.cluster.leader(20_000)
+    }
+    // As LocalCluster's own readiness check: the management token must work on every node before any load.
+    for (const node of this.nodes()) {
+      const deadline = Date.now() + 20_000
+      while ((await this.call(node, 'GET', '/v1/acl/token/self?stale').catch(() => undefined))?.status !== 200) {
+        if (Date.now() > deadline) throw new Error(`${node}: the management token did not work after the restart`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
+  }
+
+  get token(): string {
+    return this.cluster.state().managementToken
+  }
+
+  nodes(): string[] {
+    return this.cluster.nodeNames()
+  }
+
+  address(node: string): string {
+    const spec = this.cluster.state().nodes[node]
+    if (spec === undefined) throw new Error(`no node ${node}`)
+    return spec.httpAddress
+  }
+
+  origin(node: string): string {
+    return `http://${this.address(node)}`
+  }
+
+  pid(node: string): number {
+    return this.cluster.state().nodes[node]?.pid ?? 0
+  }
+
+  /** Asks the cluster who leads now (after a failover, a restart). */
+  async refreshRoles(): Promise<void> {
+    this.leader = await this.cluster.leader(20_000)
+    const statuses = await this.cluster.status()
+    this.roles = new Map(statuses.map((status) => [status.node, status.role]))
+    this.followers = this.nodes().filter((node) => node !== this.leader)
+  }
+
+  /** The nodes (with their roles) and the link proxy, for a UsageMonitor. */
+  watched(): Watched[] {
+    const state = this.cluster.state()
+    const nodes: Watched[] = this.nodes().map((node) => ({ label: node, role: this.roles.get(node) ?? 'unknown', pid: state.nodes[node]?.pid ?? 0 }))
+    if (state.proxyPid !== undefined && this.nodes().length > 1 && this.viaProxy) nodes.push({ label: 'proxy', pid: state.proxyPid })
+    return nodes
+  }
+
+  call(node: string, method: string, path: string, options: Omit<HttpOptions, 'token'> & { token?: string } = {}): Promise<HttpAnswer> {
+    return httpCall(this.agent, this.address(node), method, path, { token: this.token, ...options })
+  }
+
+  /** A call that must answer 200; its JSON body. */
+  async json<T>(node: string, method: string, path: string, body?: unknown): Promise<T> {
+    const answer = await this.call(node, method, path, { body, timeoutMs: 30_000 })
+    if (answer.status !== 200) throw new Error(`${method} ${path} on ${node}: ${answer.status} ${answer.text.slice(0, 300)}`)
+    return JSON.parse(answer.text) as T
+  }
+
+  async restart(node: string): Promise<void> {
+    await withProfiling(this.profileDir, () => this.cluster.restart(node))
+    this.recordProfiledPids()
+  }
+
+  async stop(): Promise<void> {
+    this.unregister()
+    this.agent.destroy()
+    try {
+      await this.cluster.down()
+    } finally {
+      if (this.profileDir !== undefined) await writeFile(join(this.profileDir, `pids-${this.label.replace(/\W+/g, '-')}.json`), JSON.stringify(this.profiledPids, null, 2))
+      await rm(this.root, { recursive: true, force: true })
+    }
+  }
+
+  private recordProfiledPids(): void {
+    if (this.profileDir === undefined) return
+    for (const node of this.nodes()) {
+      const pid = this.pid(node)
+      if (pid !== 0 && !this.profiledPids.some((entry) => entry.pid === pid)) this.profiledPids.push({ node, pid })
+    }
+  }
+
+  private killNow(): void {
+    const state = this.cluster.state()
+    for (const spec of Object.values(state.nodes)) signalIfOurs(spec.pid, spec.dataDir, 'SIGKILL')
+    if (state.proxyPid !== undefined) signalIfOurs(state.proxyPid, join(state.root, 'proxy.json'), 'SIGKILL')
+  }
+}
+
+const PROFILE_HOOK = pathToFileURL(join(import.meta.dirname, 'cpu-profile-hook.mjs')).href
+
+/**
+ * NODE_OPTIONS reaches the agents LocalCluster spawns (they inherit this environment while it is set) and nothing
+ * started later. Node refuses --cpu-prof there, so a preloaded hook starts the same profiler (cpu-profile-hook.mjs).
+ */
+async function withProfiling<T>(profileDir: string | undefined, start: () => Promise<T>): Promise<T> {
+  if (profileDir === undefined) return start()
+  const previous = { options: process.env.NODE_OPTIONS, directory: process.env.WARDEN_BENCH_PROFILE_DIR }
+  process.env.NODE_OPTIONS = `${previous.options ?? ''} --import ${PROFILE_HOOK}`.trim()
+  process.env.WARDEN_BENCH_PROFILE_DIR = profileDir
+  try {
+    return await start()
+  } finally {
+    restore('NODE_OPTIONS', previous.options)
+    restore('WARDEN_BENCH_PROFILE_DIR', previous.directory)
+  }
+}
+
+function restore(name: string, value: string | undefined): void {
+  if (value === undefined) delete process.env[name]
+  else process.env[name] = value
+}

@@ -1,0 +1,110 @@
+/**
+ * Workload 2, policy read by ID at 64 connections: `?stale` on a follower (its own state), the default (the leader's
+ * view: on a follower a ReadIndex round through the leader), and `?consistent` (always a ReadIndex round), on a
+ * follower and on the leader. The yardstick for `?stale` is a bare Koa hello-world route on the same machine; etcd's
+ * counterparts are a serializable range (stale) and a linearizable range (default and consistent).
+ */
+import { join } from 'node:path'
+import { TSX_LOADER } from './cannon.js'
+import { load, warmUp, type BenchContext } from './context.js'
+import { spawnTracked, stopChild } from './children.js'
+import { base64, type EtcdCluster } from './etcd.js'
+import { benchPolicy } from './workload-writes.js'
+import type { WardenCluster } from './warden.js'
+
+const READ_CONNECTIONS = 64
+
+export async function wardenReads(ctx: BenchContext, warden: WardenCluster): Promise<void> {
+  const policyId = await benchPolicy(warden)
+  const follower = warden.followers[0] ?? warden.leader
+  const read = (query: string) => ({ method: 'GET', path: `/v1/acl/policy/${policyId}${query}`, headers: { 'X-Service-Token': warden.token } })
+  ctx.progress.step('reads: warm-up')
+  await warmUp(ctx, { origin: warden.origin(follower), connections: READ_CONNECTIONS, requests: [read('')], watched: [] })
+  const cases = [
+    { mode: '?stale', query: '?stale', node: follower, target: 'follower' },
+    { mode: 'default', query: '', node: follower, target: 'follower' },
+    { mode: '?consistent', query: '?consistent', node: follower, target: 'follower' },
+    { mode: 'default', query: '', node: warden.leader, target: 'leader' },
+    { mode: '?consistent', query: '?consistent', node: warden.leader, target: 'leader' },
+  ]
+  for (const readCase of cases) {
+    ctx.progress.step(`reads: policy read ${readCase.mode} → ${readCase.target}`)
+    await load(ctx, {
+      workload: 'reads',
+      system: 'warden',
+      name: `policy read ${readCase.mode} → ${readCase.target}`,
+      cluster: warden.label,
+      origin: warden.origin(readCase.node),
+      connections: READ_CONNECTIONS,
+      requests: [read(readCase.query)],
+      watched: warden.watched(),
+    })
+  }
+}
+
+export async function koaBaseline(ctx: BenchContext): Promise<void> {
+  ctx.progress.step('reads: bare Koa hello-world (yardstick)')
+  const script = join(import.meta.dirname, 'koa-hello.ts')
+  const env = { ...process.env }
+  delete env.NODE_OPTIONS
+  const child = spawnTracked(process.execPath, ['--import', TSX_LOADER, script], { stdio: ['ignore', 'pipe', 'inherit'], env })
+  try {
+    const port = await new Promise<number>((resolvePort, reject) => {
+      let text = ''
+      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+        text += chunk
+        const line = /^\{.*\}$/m.exec(text)?.[0]
+        if (line !== undefined) resolvePort((JSON.parse(line) as { port: number }).port)
+      })
+      child.once('exit', (code) => reject(new Error(`koa-hello exited ${code}`)))
+    })
+    const request = { method: 'GET', path: '/', headers: {} }
+    await warmUp(ctx, { origin: `http://127.0.0.1:${port}`, connections: READ_CONNECTIONS, requests: [request], watched: [] })
+    await load(ctx, {
+      workload: 'reads',
+      system: 'koa',
+      name: 'bare Koa hello world',
+      cluster: 'koa ×1',
+      origin: `http://127.0.0.1:${port}`,
+      connections: READ_CONNECTIONS,
+      requests: [request],
+      watched: [{ label: 'koa', pid: child.pid ?? 0 }],
+    })
+  } finally {
+    await stopChild(child)
+  }
+}
+
+export async function etcdRanges(ctx: BenchContext, etcd: EtcdCluster): Promise<void> {
+  const leader = await etcd.leader()
+  const follower = etcd.nodes().find((name) => name !== leader) ?? leader
+  const key = base64('bench/read')
+  await etcd.post(leader, '/v3/kv/put', { key, value: base64('v'.repeat(ctx.valueBytes)) })
+  const range = (serializable: boolean) => ({
+    method: 'POST',
+    path: '/v3/kv/range',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(serializable ? { key, serializable: true } : { key }),
+  })
+  ctx.progress.step('etcd: range warm-up')
+  await warmUp(ctx, { origin: etcd.origin(follower), connections: READ_CONNECTIONS, requests: [range(false)], watched: [] })
+  const cases = [
+    { name: 'range serializable → follower', serializable: true, node: follower },
+    { name: 'range linearizable → follower', serializable: false, node: follower },
+    { name: 'range linearizable → leader', serializable: false, node: leader },
+  ]
+  for (const rangeCase of cases) {
+    ctx.progress.step(`etcd: ${rangeCase.name}`)
+    await load(ctx, {
+      workload: 'reads',
+      system: 'etcd',
+      name: rangeCase.name,
+      cluster: etcd.label,
+      origin: etcd.origin(rangeCase.node),
+      connections: READ_CONNECTIONS,
+      requests: [range(rangeCase.serializable)],
+      watched: etcd.watched(leader),
+      note: `${ctx.valueBytes}-byte value`,
+    })
+  }
+}
