@@ -62,6 +62,10 @@ function onClient(link: Link, client: Socket): void {
   }
   const { host, port } = splitAddress(link.target)
   const upstream = connect({ host, port })
+  // Raft frames are small and latency-bound: without this, Nagle's algorithm holds them for the peer's delayed ACK
+  // (about 40 ms per round trip), which a real network between the nodes would not add.
+  client.setNoDelay(true)
+  upstream.setNoDelay(true)
   const pair = { client, upstream }
   link.connections.add(pair)
   // Either side failing ends both: the node on the other end sees the link drop and redials, as it would on a

@@ -159,9 +159,13 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
       // Stop accepting, release blocking queries, let requests in flight finish, then close the stores.
       closing.abort()
       const httpClosed = new Promise<void>((resolve) => httpServer.close(() => resolve()))
+      // Connections become idle as their last request is answered (blocking queries answer at once now): close each
+      // as soon as it is idle, and whatever is still busy after five seconds.
       httpServer.closeIdleConnections()
+      const idleSweep = setInterval(() => httpServer.closeIdleConnections(), 50)
       const forced = setTimeout(() => httpServer.closeAllConnections(), 5_000)
       await httpClosed
+      clearInterval(idleSweep)
       clearTimeout(forced)
       await reaper.stop()
       await linkController.stop()

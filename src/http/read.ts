@@ -112,15 +112,33 @@ function waitForChange(
       clearTimeout(timer)
       unsubscribe()
       ctx.res.off('close', onClose)
-      ctx.state.app.closing.removeEventListener('abort', onClosing)
+      releasedOnStop(ctx.state.app.closing).delete(onClosing)
       resolve(outcome)
     }
     const onClose = (): void => finish('gone')
     const onClosing = (): void => finish('timeout')
     const timer = setTimeout(() => finish('timeout'), Math.max(0, deadline - Date.now()))
     const unsubscribe = watches.subscribe(table, recordKey === undefined ? undefined : [recordKey], () => finish('changed'))
-    const { closing } = ctx.state.app
     ctx.res.on('close', onClose)
-    closing.addEventListener('abort', onClosing, { once: true })
+    releasedOnStop(ctx.state.app.closing).add(onClosing)
   })
+}
+
+const stopListeners = new WeakMap<AbortSignal, Set<() => void>>()
+
+/**
+ * The waiters to release when the agent stops. One abort listener per signal calls them all: adding one listener per
+ * waiting query makes parking ten thousand of them quadratic (an EventTarget's add and remove scan its listeners).
+ */
+function releasedOnStop(closing: AbortSignal): Set<() => void> {
+  let waiters = stopListeners.get(closing)
+  if (waiters === undefined) {
+    const created = new Set<() => void>()
+    closing.addEventListener('abort', () => {
+      for (const release of [...created]) release()
+    }, { once: true })
+    stopListeners.set(closing, created)
+    waiters = created
+  }
+  return waiters
 }

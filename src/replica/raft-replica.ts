@@ -224,8 +224,9 @@ export class RaftReplica implements Cluster {
     }
     // 2. Send. Loss is fine: Raft retries.
     for (const message of ready.messages) this.send(message)
-    // 3. Apply, in order.
+    // 3. Apply, in order; then wake what waited for this node to catch up (once per Ready, not per entry).
     for (const entry of ready.committedEntries) await this.applyEntry(entry)
+    if (ready.committedEntries.length > 0) this.releaseApplied()
     // 4. Confirmed reads.
     for (const readState of ready.readStates) {
       const waiter = this.reads.get(readState.context)
@@ -268,7 +269,6 @@ export class RaftReplica implements Cluster {
       if (waiter.term === entry.term) waiter.resolve(result)
       else waiter.reject(new WardenError('no_leader', 'the leader changed before this write was committed; it was not applied, so it is safe to retry'))
     }
-    this.releaseApplied()
   }
 
   private onConfiguration(entry: Entry): void {

@@ -71,6 +71,20 @@ describe('status endpoints and the agent process', () => {
     expect(refused.body.Field).to.equal('id')
   })
 
+  it('answers waiting blocking queries when it stops, and stops with exit code 0', async () => {
+    const other = await startAgent()
+    const first = await other.request('GET', '/v1/acl/policies')
+    const index = first.headers.get('x-service-index')
+    const waiting = Array.from({ length: 20 }, () => other.request('GET', `/v1/acl/policies?index=${index}&wait=60s`))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const started = Date.now()
+    const stopped = other.stop()
+    const answers = await Promise.all(waiting)
+    expect(answers.every((answer) => answer.status === 200)).to.equal(true)
+    expect(await stopped).to.equal(0)
+    expect(Date.now() - started).to.be.below(30_000)
+  })
+
   it('stops with exit code 0 on SIGTERM', async () => {
     const other = await startAgent()
     expect(await other.stop()).to.equal(0)
