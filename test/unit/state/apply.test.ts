@@ -224,12 +224,11 @@ class Harness {
   constructor(
     public store: StateStore,
     private readonly directory: string,
-    private readonly dirs: TempDirs,
   ) {}
 
   static async open(dirs: TempDirs): Promise<Harness> {
     const directory = await dirs.make('warden-apply-')
-    const harness = new Harness(await StateStore.open(directory), directory, dirs)
+    const harness = new Harness(await StateStore.open(directory), directory)
     dirs.defer(() => harness.close())
     return harness
   }
