@@ -47,10 +47,6 @@ export function members(configuration: Configuration): NodeId[] {
   return [...configuration.voters, ...configuration.learners]
 }
 
-export function configurationsEqual(a: Configuration, b: Configuration): boolean {
-  return sameList(a.voters, b.voters) && sameList(a.learners, b.learners)
-}
-
 /**
  * The configuration after `change`, or a sentence saying why the change is refused. Refused: adding a server that is
  * already what it would become, promoting nobody, removing a stranger, and removing the last voter (a cluster with
@@ -100,6 +96,3 @@ function isStringArray(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((item) => typeof item === 'string')
 }
 
-function sameList(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((item, i) => item === b[i])
-}

@@ -4,7 +4,7 @@
  * error as a value rather than throwing: the same result on every replica.
  */
 import { applyError, type ApplyResult, type TokenCreate, type TokenUpdate } from './commands.js'
-import { ANONYMOUS_TOKEN_ID, GLOBAL_MANAGEMENT_POLICY_ID } from './builtins.js'
+import { ANONYMOUS_TOKEN_ID } from './builtins.js'
 import { blake2bBase64 } from './hash.js'
 import { resolvePolicyLinks, resolveRoleLinks } from './links.js'
 import type { AclToken, IdLink, NodeIdentity, ServiceIdentity, TemplatedPolicyLink } from './records.js'
@@ -174,8 +174,4 @@ export async function deleteExpiredTokens(txn: Txn, accessorIDs: readonly string
 function sameInstant(given: string, stored: string | undefined): boolean {
   if (stored === undefined) return given === ''
   return Date.parse(given) === Date.parse(stored)
-}
-
-export function isManagementToken(token: AclToken): boolean {
-  return token.Policies.some((link) => link.ID === GLOBAL_MANAGEMENT_POLICY_ID)
 }

@@ -8,7 +8,6 @@ import { encode } from './codec.js'
 import { dbReader, type Reader, type StateDb } from './reader.js'
 import {
   indexKey,
-  indexPrefix,
   recordKey,
   uniqueKey,
   type Table,
@@ -99,16 +98,6 @@ export class Txn implements Reader {
     for (const value of next) this.putIndex(table, index, value, key)
   }
 
-  /** Marks a table changed without writing a record of it (a no-op write that must still raise its index). */
-  touch(table: Table): void {
-    this.touchedTables.add(table)
-  }
 }
 
 const EMPTY = Buffer.alloc(0)
-
-export function indexKeysToRecordKeys(prefixLength: number, keys: string[]): string[] {
-  return keys.map((key) => key.slice(prefixLength))
-}
-
-export { indexPrefix }
