@@ -9,12 +9,12 @@ import type { ApiContext } from '../../../src/http/context.js'
 import { serveRead, waitingQueryCount } from '../../../src/http/read.js'
 import { Watches } from '../../../src/state/watch.js'
 
-function blockingContext(closing: AbortSignal, watches: Watches, response: EventEmitter): ApiContext {
+function blockingContext(closing: AbortSignal, watches: Watches, response: EventEmitter, tableIndex: () => number = () => 5): ApiContext {
   const app = {
-    state: { tableIndex: () => 5, watches },
+    state: { tableIndex, watches },
     cluster: { readBarrier: async () => {}, leaderAddress: () => '127.0.0.1:8300', lastContactMs: () => 0 },
     resolver: { resolve: async () => ({}) },
-    settings: { blockingQueriesMax: 10 },
+    settings: { blockingQueriesMax: 10_000 },
     now: () => 0,
     closing,
   }
@@ -38,5 +38,24 @@ describe('serveRead: blocking queries', function () {
     await served
     expect(outcome).to.equal('returned')
     expect(heldWhileWaiting).to.deep.equal({ queries: 0, watches: 0 })
+  })
+
+  it('holds no slot, watch or close listener once a change has answered a thousand waiting queries', async function () {
+    const closing = new AbortController()
+    const watches = new Watches()
+    let index = 5
+    const responses = Array.from({ length: 1000 }, () => Object.assign(new EventEmitter(), { destroyed: false }))
+    const served = responses.map((response) =>
+      serveRead(blockingContext(closing.signal, watches, response, () => index), { table: 'policy', consistency: 'all', blocking: true }, async () => ({ body: [] })),
+    )
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const whileWaiting = { queries: waitingQueryCount(), watches: watches.size }
+    index = 6
+    watches.notify(['policy'], [])
+    await Promise.all(served)
+    closing.abort()
+    expect(whileWaiting).to.deep.equal({ queries: 1000, watches: 1000 })
+    expect({ queries: waitingQueryCount(), watches: watches.size }).to.deep.equal({ queries: 0, watches: 0 })
+    expect(responses.every((response) => response.listenerCount('close') === 0)).to.equal(true)
   })
 })
