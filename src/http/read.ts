@@ -12,6 +12,7 @@ import { WardenError } from '../lib/errors.js'
 import type { Table } from '../state/keys.js'
 import type { ApiContext } from './context.js'
 import { blockingOf, consistencyOf, refreshCaller } from './request.js'
+import { coalesceKey, ReadCoalescer, serializedBody } from './coalesce.js'
 
 export interface ReadResult {
   body: unknown
@@ -19,6 +20,8 @@ export interface ReadResult {
   modifyIndex?: number
   /** Entries were left out because the caller may not read them. */
   filtered?: boolean
+  /** The body as JSON, once serialized: coalesced reads share the result and so the text (coalesce.ts). */
+  json?: string
 }
 
 export interface ReadSpec {
@@ -43,8 +46,22 @@ export function waitingQueryCount(): number {
   return waitingQueries
 }
 
-export async function serveRead(ctx: ApiContext, spec: ReadSpec, run: () => Promise<ReadResult>): Promise<void> {
+/** One coalescer per state store: agents sharing a process (tests) must never share results. */
+const coalescers = new WeakMap<object, ReadCoalescer>()
+
+function coalescerOf(state: object): ReadCoalescer {
+  let coalescer = coalescers.get(state)
+  if (coalescer === undefined) {
+    coalescer = new ReadCoalescer()
+    coalescers.set(state, coalescer)
+  }
+  return coalescer
+}
+
+export async function serveRead(ctx: ApiContext, spec: ReadSpec, runAlone: () => Promise<ReadResult>): Promise<void> {
   const { state, cluster, settings } = ctx.state.app
+  const coalescer = coalescerOf(state)
+  const run = (): Promise<ReadResult> => coalescer.run(coalesceKey(ctx, state.lastApplied), runAlone)
   const { mode, maxStaleMs } = consistencyOf(ctx)
   let effective = spec.consistency === 'all' ? mode : 'leader'
   // ?max_stale: a stale read, unless this node has not heard from the leader for longer; then the leader's view.
@@ -84,7 +101,11 @@ function respond(ctx: ApiContext, spec: ReadSpec, effective: string, result: Rea
   ctx.set('X-Service-Effective-Consistency', effective)
   if (result.filtered === true) ctx.set('X-Service-Results-Filtered-By-ACLs', 'true')
   if (spec.missing !== undefined && result.modifyIndex === undefined) throw spec.missing()
-  ctx.body = result.body
+  if (result.body !== null && typeof result.body === 'object' && !Object.hasOwn(ctx.query, 'pretty')) {
+    // The type first: Koa types a string body as text unless a type is already set.
+    ctx.type = 'application/json'
+    ctx.body = serializedBody(result)
+  } else ctx.body = result.body
 }
 
 /** Waits for the next change of the table (or of one record), the deadline, or the client hanging up. */

@@ -9,7 +9,7 @@
 import { expect } from 'chai'
 import { performance } from 'node:perf_hooks'
 import { startAgent, type AgentProcess, type ApiResponse } from '../support/agent.js'
-import { expectError, ok, sleep, tokenWithRules, unique } from '../support/api.js'
+import { expectError, ok, secretWithRules, sleep, tokenWithRules, unique } from '../support/api.js'
 
 function indexOf(response: ApiResponse): number {
   const header = response.headers.get('X-Service-Index')
@@ -228,6 +228,50 @@ describe('ACL read headers, consistency and blocking queries', () => {
       })
       expect(elapsed).to.be.below(5000)
       expectError(response, 403, 'acl_not_found')
+    })
+  })
+
+  describe('queries woken together (one shared run per identical read)', () => {
+    it('callers woken by one write each get what their own token allows: secrets for acl:write, hidden for acl:read', async () => {
+      const index = indexOf(await agent.request('GET', '/v1/acl/tokens'))
+      const path = `/v1/acl/tokens?index=${index}&wait=10s`
+      const parked = [
+        ...Array.from({ length: 10 }, () => agent.request('GET', path)),
+        ...Array.from({ length: 10 }, () => agent.request('GET', path, { token: readToken.SecretID })),
+      ]
+      await sleep(300)
+      const created = await ok(agent, 'PUT', '/v1/acl/token', { Description: unique('woken') })
+      const answers = await Promise.all(parked)
+      for (const [n, response] of answers.entries()) {
+        expect(response.status, response.text).to.equal(200)
+        expect(indexOf(response)).to.be.above(index)
+        const listedToken = (response.body as Array<{ AccessorID: string; SecretID: string }>).find((token) => token.AccessorID === created.AccessorID)
+        expect(listedToken, `answer ${n}`).to.not.equal(undefined)
+        expect(listedToken?.SecretID, `answer ${n}`).to.equal(n < 10 ? created.SecretID : '<hidden>')
+      }
+    })
+
+    it('identical reads sent at once by callers with different rights are answered per caller', async () => {
+      const denied = await secretWithRules(agent, 'service_prefix "" { policy = "read" }')
+      const path = `/v1/acl/policy/${readPolicy.ID}`
+      const answers = await Promise.all(Array.from({ length: 30 }, (_, n) => agent.request('GET', path, { token: n % 2 === 0 ? readToken.SecretID : denied })))
+      for (const [n, response] of answers.entries()) {
+        if (n % 2 === 0) {
+          expect(response.status, response.text).to.equal(200)
+          expect(response.body.ID).to.equal(readPolicy.ID)
+          expect(response.headers.get('Content-Type')).to.match(/^application\/json/)
+        } else expectError(response, 403, 'permission_denied')
+      }
+    })
+
+    it('?pretty still indents a read that others share', async () => {
+      const path = `/v1/acl/policy/${readPolicy.ID}`
+      const [plain, pretty] = await Promise.all([agent.request('GET', path), agent.request('GET', `${path}?pretty`)])
+      expect(plain.status).to.equal(200)
+      expect(pretty.status).to.equal(200)
+      expect(plain.text).to.not.include('\n')
+      expect(pretty.text).to.include('\n    "ID"')
+      expect(JSON.parse(pretty.text)).to.deep.equal(plain.body)
     })
   })
 

@@ -1,0 +1,71 @@
+/**
+ * Read coalescing: identical reads that run in the same turn of the event loop at the same applied index share one
+ * run and one serialized body. Ten thousand blocking queries woken by one write would otherwise each re-run the same
+ * list and each serialize it, which costs seconds and hundreds of megabytes at once.
+ *
+ * Identical means: same method, path and query (less the parameters that only decide when and where the read is
+ * served: index, wait, stale, consistent, max_stale), same secret, same namespace header, same applied index. A read's
+ * result is a function of those and of the clock (token expiry); sharing only within one turn of the loop, never
+ * across a later one, keeps the clock's part as exact as serving the requests one after another would.
+ */
+import type { ApiContext } from './context.js'
+import { secretOf } from './request.js'
+import type { ReadResult } from './read.js'
+
+/** Query parameters that do not change what a read returns. */
+const TIMING_PARAMS = new Set(['index', 'wait', 'stale', 'consistent', 'max_stale', 'pretty'])
+
+/** Bounds the memory of one turn's shared results; beyond it, reads run alone. */
+const MAX_ENTRIES = 1024
+
+export class ReadCoalescer {
+  private entries = new Map<string, Promise<ReadResult>>()
+  private clearScheduled = false
+
+  /** Runs `run`, or joins a run of the same read in this turn of the loop. */
+  run(key: string | undefined, run: () => Promise<ReadResult>): Promise<ReadResult> {
+    if (key === undefined) return run()
+    const shared = this.entries.get(key)
+    if (shared !== undefined) return shared
+    const started = run()
+    if (this.entries.size < MAX_ENTRIES) {
+      this.entries.set(key, started)
+      if (!this.clearScheduled) {
+        this.clearScheduled = true
+        setImmediate(() => {
+          this.entries = new Map()
+          this.clearScheduled = false
+        })
+      }
+    }
+    return started
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+}
+
+/** The key of a read for coalescing, or undefined for a request that must run alone. */
+export function coalesceKey(ctx: ApiContext, appliedIndex: number): string | undefined {
+  if (ctx.method !== 'GET') return undefined
+  const query = ctx.querystring
+  let params = ''
+  if (query !== '') {
+    const kept: string[] = []
+    for (const part of query.split('&')) {
+      const name = part.split('=', 1)[0] ?? ''
+      if (!TIMING_PARAMS.has(name)) kept.push(part)
+    }
+    // Order is kept: a repeated parameter's first value is the one that counts.
+    params = kept.join('&')
+  }
+  // NUL cannot appear in a path, a query or a header value, so the parts cannot run into each other.
+  return `${appliedIndex}\0${ctx.path}\0${params}\0${secretOf(ctx) ?? ''}\0${ctx.get('X-Service-Namespace')}`
+}
+
+/** The JSON text of a result's body, computed once however many responses carry it. */
+export function serializedBody(result: ReadResult): string {
+  result.json ??= JSON.stringify(result.body)
+  return result.json
+}

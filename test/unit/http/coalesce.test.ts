@@ -1,0 +1,100 @@
+/**
+ * Tests for read coalescing (src/http/coalesce.ts): identical reads share one run within a turn of the event loop and
+ * never across turns, and the key tells apart everything a read's answer depends on.
+ */
+import { expect } from 'chai'
+import type { ApiContext } from '../../../src/http/context.js'
+import { coalesceKey, ReadCoalescer, serializedBody } from '../../../src/http/coalesce.js'
+import type { ReadResult } from '../../../src/http/read.js'
+
+function context(path: string, querystring: string, headers: Record<string, string> = {}, method = 'GET'): ApiContext {
+  const query = Object.fromEntries(new URLSearchParams(querystring))
+  const lower = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]))
+  return { method, path, querystring, query, get: (name: string) => lower[name.toLowerCase()] ?? '' } as unknown as ApiContext
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+describe('read coalescing', function () {
+  it('identical reads in one turn share one run; the next turn runs again', async function () {
+    const coalescer = new ReadCoalescer()
+    let runs = 0
+    const run = async (): Promise<ReadResult> => ({ body: { run: ++runs } })
+    const first = await Promise.all([coalescer.run('k', run), coalescer.run('k', run), coalescer.run('k', run)])
+    expect(runs).to.equal(1)
+    expect(first[0]).to.equal(first[2])
+    await turn()
+    await coalescer.run('k', run)
+    expect(runs).to.equal(2)
+  })
+
+  it('different keys, and reads without a key, run alone', async function () {
+    const coalescer = new ReadCoalescer()
+    let runs = 0
+    const run = async (): Promise<ReadResult> => ({ body: ++runs })
+    await Promise.all([coalescer.run('a', run), coalescer.run('b', run), coalescer.run(undefined, run), coalescer.run(undefined, run)])
+    expect(runs).to.equal(4)
+  })
+
+  it('a failed run fails every read that joined it, and the next turn retries', async function () {
+    const coalescer = new ReadCoalescer()
+    let runs = 0
+    const failing = async (): Promise<ReadResult> => {
+      runs++
+      throw new Error('denied')
+    }
+    const outcomes = await Promise.allSettled([coalescer.run('k', failing), coalescer.run('k', failing)])
+    expect(outcomes.map((outcome) => outcome.status)).to.deep.equal(['rejected', 'rejected'])
+    expect(runs).to.equal(1)
+    await turn()
+    await coalescer.run('k', failing).catch(() => undefined)
+    expect(runs).to.equal(2)
+  })
+
+  it('holds at most 1,024 shared runs in one turn; beyond that reads run alone', async function () {
+    const coalescer = new ReadCoalescer()
+    let runs = 0
+    const run = async (): Promise<ReadResult> => ({ body: ++runs })
+    await Promise.all(Array.from({ length: 1100 }, (_, n) => coalescer.run(`k${n}`, run)))
+    expect(coalescer.size).to.equal(1024)
+    await coalescer.run('k1099', run)
+    expect(runs).to.equal(1101)
+    await turn()
+    expect(coalescer.size).to.equal(0)
+  })
+
+  it('the key ignores index, wait, stale, consistent, max_stale and pretty, and keeps the other parameters in order', function () {
+    const base = coalesceKey(context('/v1/acl/tokens', 'policy=p&role=r'), 7)
+    expect(coalesceKey(context('/v1/acl/tokens', 'index=3&policy=p&wait=5s&stale&role=r&pretty'), 7)).to.equal(base)
+    expect(coalesceKey(context('/v1/acl/tokens', 'role=r&policy=p'), 7)).to.not.equal(base)
+    expect(coalesceKey(context('/v1/acl/tokens', 'policy=p&role=r&ns=team'), 7)).to.not.equal(base)
+  })
+
+  it('the key tells apart the secret (from any of its three places), the namespace header, the path and the applied index', function () {
+    const keys = [
+      coalesceKey(context('/v1/acl/tokens', ''), 7),
+      coalesceKey(context('/v1/acl/tokens', ''), 8),
+      coalesceKey(context('/v1/acl/roles', ''), 7),
+      coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Token': 'a' }), 7),
+      coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Token': 'b' }), 7),
+      coalesceKey(context('/v1/acl/tokens', 'token=c'), 7),
+      coalesceKey(context('/v1/acl/tokens', '', { Authorization: 'Bearer d' }), 7),
+      coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Namespace': 'team' }), 7),
+    ]
+    expect(new Set(keys).size).to.equal(keys.length)
+    expect(coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Token': 'a' }), 7)).to.equal(keys[3])
+  })
+
+  it('only GETs coalesce', function () {
+    expect(coalesceKey(context('/v1/acl/token', '', {}, 'PUT'), 7)).to.equal(undefined)
+    expect(coalesceKey(context('/v1/acl/tokens', '', {}, 'HEAD'), 7)).to.equal(undefined)
+  })
+
+  it('serializes a shared body once', function () {
+    const result: ReadResult = { body: { a: 1 } }
+    const text = serializedBody(result)
+    ;(result.body as { a: number }).a = 2
+    expect(serializedBody(result)).to.equal(text)
+    expect(JSON.parse(text)).to.deep.equal({ a: 1 })
+  })
+})
