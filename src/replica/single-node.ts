@@ -8,7 +8,7 @@ import { InvalidInputError, WardenError } from '../lib/errors.js'
 import type { LogStore } from '../raft/storage/log-store.js'
 import type { Cluster, RaftState } from './cluster.js'
 import type { ApplyResult, Command } from '../state/commands.js'
-import { decodeCommand, encodeCommand, type StateStore } from '../state/store.js'
+import { decodeEntries, encodeCommand, type StateStore } from '../state/store.js'
 
 interface Pending {
   data: Buffer
@@ -38,8 +38,11 @@ export class SingleNodeReplica implements Cluster {
   /** Applies log entries that the state has not applied yet. */
   async recover(): Promise<void> {
     const from = this.state.lastApplied + 1
-    for (const entry of await this.log.entries(from, this.log.lastIndex)) {
-      await this.state.apply(decodeCommand(entry.data, entry.index), entry.index)
+    const entries = await this.log.entries(from, this.log.lastIndex)
+    for (let start = 0; start < entries.length; start += 256) {
+      const { items, undecodable } = decodeEntries(entries.slice(start, start + 256))
+      await this.state.applyBatch(items)
+      if (undecodable !== undefined) throw undecodable
     }
   }
 
@@ -84,19 +87,17 @@ export class SingleNodeReplica implements Cluster {
         this.fail(error)
         return
       }
-      for (const [offset, item] of batch.entries()) {
-        try {
-          item.resolve(await this.state.apply(item.command, first + offset))
-        } catch (error) {
-          // A committed command that cannot be applied is a bug: stop rather than continue with a diverged state.
-          // The rest of the batch is in the log but not applied: its outcome is unknown to its callers too.
-          for (const rest of batch.slice(offset)) {
-            rest.reject(new WardenError('outcome_unknown', 'the write was committed but could not be applied', undefined, { cause: error }))
-          }
-          this.fail(error)
-          return
-        }
+      let results: ApplyResult[]
+      try {
+        results = await this.state.applyBatch(batch.map((item, offset) => ({ command: item.command, index: first + offset })))
+      } catch (error) {
+        // A committed command that cannot be applied is a bug: stop rather than continue with a diverged state. The
+        // batch is in the log but not applied (one LevelDB batch applies all of it or none): its outcome is unknown.
+        for (const item of batch) item.reject(new WardenError('outcome_unknown', 'the write was committed but could not be applied', undefined, { cause: error }))
+        this.fail(error)
+        return
       }
+      for (const [offset, item] of batch.entries()) item.resolve(results[offset]!)
     }
   }
 

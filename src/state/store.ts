@@ -36,6 +36,29 @@ export function decodeCommand(bytes: Uint8Array, index: number): Command {
   return command as Command
 }
 
+/**
+ * Decodes log entries for applyBatch up to the first one this build cannot decode: the ones before it are still
+ * applied (then the node stops), nothing at or after it is.
+ */
+export function decodeEntries(entries: ReadonlyArray<{ data: Uint8Array; index: number; type?: string }>): {
+  items: Array<{ command: Command; index: number }>
+  undecodable?: unknown
+} {
+  const items: Array<{ command: Command; index: number }> = []
+  for (const entry of entries) {
+    try {
+      // Raft's own entries (noops, configurations) change no record, but the applied index must advance through them.
+      const command = entry.type === undefined || entry.type === 'command' ? decodeCommand(entry.data, entry.index) : NOOP
+      items.push({ command, index: entry.index })
+    } catch (error) {
+      return { items, undecodable: error }
+    }
+  }
+  return { items }
+}
+
+const NOOP: Command = { v: COMMAND_VERSION, type: 'noop' }
+
 /** Called after every applied batch with what changed; caches of derived data (compiled authorizers) listen here. */
 export type ChangeListener = (tables: readonly Table[], recordKeys: readonly string[]) => void
 
@@ -110,24 +133,46 @@ export class StateStore {
   }
 
   async apply(command: Command, index: number): Promise<ApplyResult> {
-    assert(index === this.appliedIndex + 1, `apply of index ${index} after ${this.appliedIndex}: commands must be applied once each, in order, without gaps`)
-    const txn = new Txn(this.db)
-    const result = await dispatch(txn, command, index)
-    const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = []
-    // A command that fails writes nothing but the applied index: nothing is half-written.
-    const tables = result.ok ? [...txn.touchedTables] : []
-    const records = result.ok ? [...txn.touchedRecords] : []
-    if (result.ok) {
-      for (const [key, value] of txn.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
-      for (const table of tables) ops.push({ type: 'put', key: tableIndexKey(table), value: encode(index) })
+    const [result] = await this.applyBatch([{ command, index }])
+    return result!
+  }
+
+  /**
+   * Applies consecutive commands in one LevelDB batch: each through its own transaction on top of the ones before it,
+   * so it sees their writes, and a command that fails leaves nothing but its share of the applied index. One batch of
+   * 64 token creates costs about a quarter of 64 batches of one (classic-level's cost is mostly per batch).
+   */
+  async applyBatch(items: ReadonlyArray<{ command: Command; index: number }>): Promise<ApplyResult[]> {
+    if (items.length === 0) return []
+    const batch = new Txn(this.db)
+    const results: ApplyResult[] = []
+    const changes: Array<{ index: number; tables: Table[]; records: string[] }> = []
+    let expected = this.appliedIndex + 1
+    for (const { command, index } of items) {
+      assert(index === expected, `apply of index ${index} after ${expected - 1}: commands must be applied once each, in order, without gaps`)
+      expected++
+      const txn = new Txn(batch)
+      const result = await dispatch(txn, command, index)
+      results.push(result)
+      // A command that fails writes nothing but the applied index: nothing is half-written.
+      if (!result.ok) continue
+      batch.absorb(txn)
+      const tables = [...txn.touchedTables]
+      for (const table of tables) batch.put(tableIndexKey(table), encode(index))
+      changes.push({ index, tables, records: [...txn.touchedRecords] })
     }
-    ops.push({ type: 'put', key: APPLIED_KEY, value: encode(index) })
+    const last = expected - 1
+    batch.put(APPLIED_KEY, encode(last))
+    const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = []
+    for (const [key, value] of batch.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
     await this.db.batch(ops)
-    this.appliedIndex = index
-    for (const table of tables) this.tableIndexes.set(table, index)
-    for (const listener of this.changeListeners) listener(tables, records)
-    this.watches.notify(tables, records)
-    return result
+    this.appliedIndex = last
+    for (const { index, tables } of changes) for (const table of tables) this.tableIndexes.set(table, index)
+    for (const { tables, records } of changes) {
+      for (const listener of this.changeListeners) listener(tables, records)
+      this.watches.notify(tables, records)
+    }
+    return results
   }
 
   async close(): Promise<void> {

@@ -1,8 +1,9 @@
 /**
- * One command's writes, collected in memory and committed as a single LevelDB batch together with the last applied
+ * One command's writes, collected in memory and committed in a single LevelDB batch together with the last applied
  * index: a kill -9 either sees all of a command or none of it, and never applies it twice.
  *
- * Reads through a transaction see its own pending writes first, so a handler may read back what it just wrote.
+ * Reads through a transaction see its own pending writes first, then its base: LevelDB, or the transaction of the
+ * commands before it in the same batch (StateStore.applyBatch), so a handler reads back what it or they just wrote.
  */
 import { encode } from './codec.js'
 import { dbReader, type Reader, type StateDb } from './reader.js'
@@ -21,8 +22,13 @@ export class Txn implements Reader {
   readonly touchedRecords = new Set<string>()
   private readonly base: Reader
 
-  constructor(readonly db: StateDb) {
-    this.base = dbReader(db)
+  constructor(base: StateDb | Reader) {
+    this.base = 'getSync' in base ? dbReader(base) : base
+  }
+
+  /** Takes on the writes of a command applied on top of this transaction (its base was this one). */
+  absorb(child: Txn): void {
+    for (const [key, value] of child.writes) this.writes.set(key, value)
   }
 
   async get(key: string): Promise<Buffer | undefined> {
