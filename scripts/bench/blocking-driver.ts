@@ -6,6 +6,8 @@
  * write, and measures until every query has answered. Prints one JSON line.
  *
  *   node --import tsx scripts/bench/blocking-driver.ts '{"address":"127.0.0.1:P","token":"…","count":10000,"pid":123}'
+ *
+ * With "baseline": true it drives hold-baseline.ts instead: the same parking of GET requests, released by GET /release.
  */
 import { Agent, request as httpRequest } from 'node:http'
 import { httpCall, keepAliveAgent, percentile } from './http-client.js'
@@ -17,6 +19,8 @@ interface Spec {
   count: number
   /** The node's pid, for its RSS, CPU and descriptor count. */
   pid: number
+  /** Drive the bare-Node yardstick (hold-baseline.ts) instead of warden. */
+  baseline?: boolean
 }
 
 const BATCH = 500
@@ -44,7 +48,7 @@ function park(agent: Agent, index: number): Parked {
   const sent = new Promise<void>((resolve) => (markSent = resolve))
   const answered = new Promise<{ status: number; at: number }>((resolve) => {
     const request = httpRequest(
-      { agent, host, port, method: 'GET', path: `/v1/acl/policies?index=${index}&wait=5m`, headers: { 'X-Service-Token': spec.token } },
+      { agent, host, port, method: 'GET', path: spec.baseline === true ? `/hold?index=${index}` : `/v1/acl/policies?index=${index}&wait=5m`, headers: { 'X-Service-Token': spec.token } },
       (response) => {
         response.resume()
         response.on('end', () => resolve({ status: response.statusCode ?? 0, at: performance.now() }))
@@ -83,9 +87,12 @@ async function waitUntilParked(baselineFds: number): Promise<void> {
 }
 
 const control = keepAliveAgent(4)
-const list = await httpCall(control, spec.address, 'GET', '/v1/acl/policies', { token: spec.token })
-if (list.status !== 200) throw new Error(`GET /v1/acl/policies: ${list.status} ${list.text}`)
-const index = Number(list.headers['x-service-index'])
+let index = 1
+if (spec.baseline !== true) {
+  const list = await httpCall(control, spec.address, 'GET', '/v1/acl/policies', { token: spec.token })
+  if (list.status !== 200) throw new Error(`GET /v1/acl/policies: ${list.status} ${list.text}`)
+  index = Number(list.headers['x-service-index'])
+}
 const rssBeforeMb = rssMb(spec.pid)
 const baselineFds = openFileCount(spec.pid)
 const agent = new Agent({ keepAlive: true, maxSockets: spec.count, maxFreeSockets: spec.count })
@@ -110,7 +117,10 @@ const rssWaitingMb = rssMb(spec.pid)
 let rssPeakMb = rssWaitingMb
 const sampler = setInterval(() => (rssPeakMb = Math.max(rssPeakMb, rssMb(spec.pid))), 50)
 const writeStartedAt = performance.now()
-const write = await httpCall(control, spec.address, 'PUT', '/v1/acl/policy', { token: spec.token, body: { Name: `bench-wake-${Date.now()}`, Rules: 'acl = "read"' } })
+const write =
+  spec.baseline === true
+    ? await httpCall(control, spec.address, 'GET', '/release', {})
+    : await httpCall(control, spec.address, 'PUT', '/v1/acl/policy', { token: spec.token, body: { Name: `bench-wake-${Date.now()}`, Rules: 'acl = "read"' } })
 const writeMs = performance.now() - writeStartedAt
 if (write.status !== 200) throw new Error(`the waking write failed: ${write.status} ${write.text}`)
 await Promise.race([Promise.all(parked.map((query) => query.answered)), sleep(RELEASE_TIMEOUT_MS)])

@@ -24,7 +24,7 @@ import { computeRatios, evaluateTargets, renderMarkdown, renderSummary, renderSv
 import type { Machine, Results } from './results.js'
 import { WardenCluster } from './warden.js'
 import { wardenAuthorized } from './workload-authorized.js'
-import { RAISE_ULIMIT, wardenBlocking } from './workload-blocking.js'
+import { holdBaseline, RAISE_ULIMIT, wardenBlocking } from './workload-blocking.js'
 import { wardenCas } from './workload-cas.js'
 import { etcdFailoverTarget, failoverRounds, wardenFailoverTarget } from './workload-failover.js'
 import { etcdRanges, koaBaseline, wardenReads } from './workload-reads.js'
@@ -87,7 +87,7 @@ function estimateSteps(options: Options, plan: Plan): number {
   if (selected(options, 'reads')) steps += 7
   if (selected(options, 'authorized')) steps += 3
   if (selected(options, 'cas')) steps += 1
-  if (selected(options, 'blocking')) steps += 1
+  if (selected(options, 'blocking')) steps += 2
   if (selected(options, 'failover')) steps += plan.failoverRounds + 2
   if (options.scale !== undefined) steps += 6
   if (options.compareEtcd) steps += 1 + plan.writeConnections.length * 2 + 5 + plan.failoverRounds + 1
@@ -150,6 +150,8 @@ async function runPhases(ctx: BenchContext): Promise<void> {
     if (selected(options, 'writes')) await guard(ctx, 'writes (single node)', () => singleNodeWrites(ctx, one))
     if (selected(options, 'blocking')) await guard(ctx, 'blocking', () => wardenBlocking(ctx, one))
     await one.stop()
+    // After warden's cluster has stopped, so that it takes no CPU from the yardstick.
+    if (selected(options, 'blocking')) await guard(ctx, 'blocking (bare node:http)', () => holdBaseline(ctx))
   }
 
   if (selected(options, 'failover')) {
@@ -184,7 +186,7 @@ async function runPhases(ctx: BenchContext): Promise<void> {
 /** Rows grouped by workload in the order the workloads are listed, warden before etcd within each. */
 function sortRows(results: Results): void {
   const order = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'scale']
-  const systemOrder = ['warden', 'etcd', 'koa']
+  const systemOrder = ['warden', 'etcd', 'koa', 'node']
   results.rows = results.rows
     .map((row, position) => ({ row, position }))
     .sort((a, b) => order.indexOf(a.row.workload) - order.indexOf(b.row.workload) || systemOrder.indexOf(a.row.system) - systemOrder.indexOf(b.row.system) || a.position - b.position)

@@ -108,7 +108,9 @@ export function evaluateTargets(results: Results): Target[] {
     const blocking = results.blocking
     targets.push({
       target: `${blocking.queries.toLocaleString('en-US')} blocking queries released < 1 s, RSS growth < 100 MB`,
-      measured: `${blocking.answered} answered, last after ${blocking.releasedMs} ms; RSS +${blocking.rssGrowthMb} MB`,
+      measured:
+        `${blocking.answered} answered, last after ${blocking.releasedMs} ms; RSS +${blocking.rssGrowthMb} MB` +
+        (results.blockingBaseline === undefined ? '' : ` (bare node:http holding as many: +${results.blockingBaseline.rssGrowthMb} MB, last answer after ${results.blockingBaseline.releasedMs} ms)`),
       met: blocking.queries >= 10_000 ? blocking.releasedMs < 1_000 && blocking.rssGrowthMb < 100 && blocking.statuses['200'] === blocking.queries : null,
     })
   }
@@ -213,7 +215,7 @@ function escapeXml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 }
 
-const COLORS: Record<string, string> = { warden: '#3867a8', etcd: '#d9822b', koa: '#8a8a8a' }
+const COLORS: Record<string, string> = { warden: '#3867a8', etcd: '#d9822b', koa: '#8a8a8a', node: '#8a8a8a' }
 
 /** Where `value` falls on a log scale from 10^lowPower to 10^highPower, as a share of the axis (0 below it). */
 function logShare(value: number, lowPower: number, highPower: number): number {

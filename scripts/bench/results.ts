@@ -5,7 +5,7 @@
  */
 import type { ProcessUsage } from './procfs.js'
 
-export type System = 'warden' | 'etcd' | 'koa'
+export type System = 'warden' | 'etcd' | 'koa' | 'node'
 
 export interface Row {
   /** The workload's --only name: writes, reads, authorized, cas, etcd ... */
@@ -131,6 +131,8 @@ export interface Results {
   rows: Row[]
   cas?: CasSummary
   blocking?: BlockingSummary
+  /** The same driver against a bare node:http server holding as many requests (hold-baseline.ts). */
+  blockingBaseline?: BlockingSummary
   failover: FailoverSummary[]
   scale?: ScaleSummary
   tokenResolution?: TokenResolution

@@ -6,10 +6,10 @@
  */
 import { join } from 'node:path'
 import { TSX_LOADER } from './cannon.js'
-import { runTracked } from './children.js'
+import { runTracked, spawnTracked, stopChild } from './children.js'
 import type { BenchContext } from './context.js'
 import { UsageMonitor } from './procfs.js'
-import type { BlockingSummary } from './results.js'
+import type { BlockingSummary, System } from './results.js'
 import type { WardenCluster } from './warden.js'
 
 /** Raise the soft limit to 65536, or as far as the hard limit allows when that is lower. */
@@ -19,11 +19,58 @@ export async function wardenBlocking(ctx: BenchContext, warden: WardenCluster): 
   const count = ctx.plan.blockingQueries
   ctx.progress.step(`blocking: ${count} queries waiting on one node, then a write`)
   const node = warden.leader
-  const spec = { address: warden.address(node), token: warden.token, count, pid: warden.pid(node) }
+  const { summary, processes } = await runDriver(ctx, { address: warden.address(node), token: warden.token, count, pid: warden.pid(node) }, warden.watched())
+  ctx.results.blocking = summary
+  pushRow(ctx, summary, processes, 'warden', warden.label, `${count} blocking queries released by one write`, 'the waiting queries')
+}
+
+/**
+ * The yardstick: a bare node:http server holding the same number of requests (hold-baseline.ts), released at once.
+ * Its RSS growth is what Node alone costs per held request, below which no server on Node can go.
+ */
+export async function holdBaseline(ctx: BenchContext): Promise<void> {
+  const count = ctx.plan.blockingQueries
+  ctx.progress.step(`blocking: bare node:http holding ${count} requests (yardstick)`)
+  const env = { ...process.env }
+  delete env.NODE_OPTIONS
+  const child = spawnTracked('bash', ['-c', `${RAISE_ULIMIT}; exec "$0" "$@"`, process.execPath, '--import', TSX_LOADER, join(import.meta.dirname, 'hold-baseline.ts')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env,
+  })
+  try {
+    const port = await new Promise<number>((resolvePort, reject) => {
+      let text = ''
+      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+        text += chunk
+        const line = /^\{.*\}$/m.exec(text)?.[0]
+        if (line !== undefined) resolvePort((JSON.parse(line) as { port: number }).port)
+      })
+      child.once('exit', (code) => reject(new Error(`hold-baseline exited ${code}`)))
+    })
+    const pid = child.pid ?? 0
+    const { summary, processes } = await runDriver(ctx, { address: `127.0.0.1:${port}`, token: '', count, pid, baseline: true }, [{ label: 'node', pid }])
+    ctx.results.blockingBaseline = summary
+    pushRow(ctx, summary, processes, 'node', 'node:http ×1', `bare node:http holding ${count} requests, released at once`, 'the held requests')
+  } finally {
+    await stopChild(child)
+  }
+}
+
+interface DriverSpec {
+  address: string
+  token: string
+  count: number
+  pid: number
+  baseline?: boolean
+}
+
+type Usage = ReturnType<UsageMonitor['stop']>
+
+async function runDriver(ctx: BenchContext, spec: DriverSpec, watched: Array<{ label: string; pid: number }>): Promise<{ summary: BlockingSummary; processes: Usage }> {
   const script = join(import.meta.dirname, 'blocking-driver.ts')
   const env = { ...process.env }
   delete env.NODE_OPTIONS
-  const monitor = new UsageMonitor(warden.watched()).start()
+  const monitor = new UsageMonitor(watched).start()
   let output: string
   try {
     const run = await runTracked(
@@ -39,19 +86,22 @@ export async function wardenBlocking(ctx: BenchContext, warden: WardenCluster): 
   }
   const processes = monitor.stop()
   const summary = JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as BlockingSummary & { answeredBeforeWrite: number }
-  ctx.results.blocking = summary
   if (summary.answeredBeforeWrite > 0) ctx.progress.note(`  blocking: ${summary.answeredBeforeWrite} queries answered before the write (statuses ${JSON.stringify(summary.statuses)})`)
+  return { summary, processes }
+}
+
+function pushRow(ctx: BenchContext, summary: BlockingSummary, processes: Usage, system: System, cluster: string, name: string, what: string): void {
   ctx.results.rows.push({
     workload: 'blocking',
-    system: 'warden',
-    name: `${count} blocking queries released by one write`,
-    cluster: warden.label,
-    connections: count,
+    system,
+    name,
+    cluster,
+    connections: summary.queries,
     rps: summary.releasedMs > 0 ? Math.round((summary.answered / summary.releasedMs) * 1000) : 0,
     p50Ms: summary.medianAnswerMs,
     p99Ms: summary.releasedMs,
     errors: summary.queries - (summary.statuses['200'] ?? 0),
     processes,
-    note: `answers/s while releasing; p99 column is the last answer; RSS +${summary.rssGrowthMb} MB for the waiting queries`,
+    note: `answers/s while releasing; p99 column is the last answer; RSS +${summary.rssGrowthMb} MB for ${what}`,
   })
 }

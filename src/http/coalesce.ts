@@ -4,9 +4,11 @@
  * list and each serialize it, which costs seconds and hundreds of megabytes at once.
  *
  * Identical means: same method, path and query (less the parameters that only decide when and where the read is
- * served: index, wait, stale, consistent, max_stale), same secret, same namespace header, same applied index. A read's
- * result is a function of those and of the clock (token expiry); sharing only within one turn of the loop, never
- * across a later one, keeps the clock's part as exact as serving the requests one after another would.
+ * served: index, wait, stale, consistent, max_stale, pretty), same secret, same namespace header, same scope (what the
+ * route resolved before the read: its record key, its namespace), same applied index. The run resolves the caller
+ * itself (serveRead), so permissions are those of that applied index. What else a read's answer depends on is the
+ * clock (token expiry): joiners share the first run's clock reading, taken in the same turn of the loop, at most a
+ * few milliseconds earlier, never a later turn's.
  */
 import type { ApiContext } from './context.js'
 import { secretOf } from './request.js'
@@ -47,7 +49,7 @@ export class ReadCoalescer {
 }
 
 /** The key of a read for coalescing, or undefined for a request that must run alone. */
-export function coalesceKey(ctx: ApiContext, appliedIndex: number): string | undefined {
+export function coalesceKey(ctx: ApiContext, appliedIndex: number, scope: string): string | undefined {
   if (ctx.method !== 'GET') return undefined
   const query = ctx.querystring
   let params = ''
@@ -60,8 +62,8 @@ export function coalesceKey(ctx: ApiContext, appliedIndex: number): string | und
     // Order is kept: a repeated parameter's first value is the one that counts.
     params = kept.join('&')
   }
-  // NUL cannot appear in a path, a query or a header value, so the parts cannot run into each other.
-  return `${appliedIndex}\0${ctx.path}\0${params}\0${secretOf(ctx) ?? ''}\0${ctx.get('X-Service-Namespace')}`
+  // JSON keeps the parts apart whatever they contain (a secret from ?token may hold any character).
+  return JSON.stringify([appliedIndex, ctx.path, params, secretOf(ctx) ?? '', ctx.get('X-Service-Namespace'), scope])
 }
 
 /** The JSON text of a result's body, computed once however many responses carry it. */

@@ -28,6 +28,9 @@ export interface ReadSpec {
   table: Table
   /** Set for reads of one record: the record key to watch while it exists or once it is known. */
   recordKey?: string
+  /** What the route resolved before the read that decides its answer and is not in the path or query: the namespace
+   * a list is confined to, say. Reads with different scopes never share a run (coalesce.ts). */
+  scope?: string
   /** Reads of one record: the error when it is missing once the query returns. */
   missing?: () => WardenError
   /** Endpoints whose Consistency column says "none" ignore the modes; "all" endpoints honour them. */
@@ -61,7 +64,14 @@ function coalescerOf(state: object): ReadCoalescer {
 export async function serveRead(ctx: ApiContext, spec: ReadSpec, runAlone: () => Promise<ReadResult>): Promise<void> {
   const { state, cluster, settings } = ctx.state.app
   const coalescer = coalescerOf(state)
-  const run = (): Promise<ReadResult> => coalescer.run(coalesceKey(ctx, state.lastApplied), runAlone)
+  const scope = `${spec.recordKey ?? ''} ${spec.scope ?? ''}`
+  // A run resolves the caller afresh: one resolved before the barrier (by namespaceOf, say) may be from an older index
+  // than the state the run reads, and a read joining this run is keyed by the index the run reads.
+  const run = (): Promise<ReadResult> =>
+    coalescer.run(coalesceKey(ctx, state.lastApplied, scope), () => {
+      ctx.state.caller = undefined
+      return runAlone()
+    })
   const { mode, maxStaleMs } = consistencyOf(ctx)
   let effective = spec.consistency === 'all' ? mode : 'leader'
   // ?max_stale: a stale read, unless this node has not heard from the leader for longer; then the leader's view.

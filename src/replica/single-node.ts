@@ -10,6 +10,9 @@ import type { Cluster, RaftState } from './cluster.js'
 import type { ApplyResult, Command } from '../state/commands.js'
 import { decodeEntries, encodeCommand, type StateStore } from '../state/store.js'
 
+/** Entries written and applied in one batch at most (as the Raft replica's APPLY_BATCH_MAX). */
+const BATCH_MAX = 256
+
 interface Pending {
   data: Buffer
   command: Command
@@ -39,8 +42,8 @@ export class SingleNodeReplica implements Cluster {
   async recover(): Promise<void> {
     const from = this.state.lastApplied + 1
     const entries = await this.log.entries(from, this.log.lastIndex)
-    for (let start = 0; start < entries.length; start += 256) {
-      const { items, undecodable } = decodeEntries(entries.slice(start, start + 256))
+    for (let start = 0; start < entries.length; start += BATCH_MAX) {
+      const { items, undecodable } = decodeEntries(entries.slice(start, start + BATCH_MAX))
       await this.state.applyBatch(items)
       if (undecodable !== undefined) throw undecodable
     }
@@ -77,7 +80,9 @@ export class SingleNodeReplica implements Cluster {
 
   private async flush(): Promise<void> {
     while (this.pending.length > 0) {
-      const batch = this.pending.splice(0, this.pending.length)
+      // At most BATCH_MAX per log write and apply: an apply runs without yielding (its reads are synchronous), so a
+      // batch of every waiting proposal could hold the event loop for seconds.
+      const batch = this.pending.splice(0, BATCH_MAX)
       const first = this.log.lastIndex + 1
       try {
         await this.log.append(batch.map((item, offset) => ({ index: first + offset, term: 1, data: item.data })), { sync: true })

@@ -120,7 +120,7 @@ async function listEntries(ctx: ApiContext): Promise<void> {
   const matches = compiledFilter(ctx)
   const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
   const prefix = configEntryPrefix(kind, namespace === '*' ? undefined : namespace)
-  await serveRead(ctx, { table: 'config', consistency: 'all', blocking: true }, async () => {
+  await serveRead(ctx, { table: 'config', scope: namespace, consistency: 'all', blocking: true }, async () => {
     const { permissions } = await callerOf(ctx)
     const entries = await listRecords<ConfigEntry>(ctx.state.app.state.reader, configSpec, prefix)
     // As Consul does, ACLs drop what the caller may not read before the filter sees anything.

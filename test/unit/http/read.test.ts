@@ -7,6 +7,7 @@ import { EventEmitter } from 'node:events'
 import { expect } from 'chai'
 import type { ApiContext } from '../../../src/http/context.js'
 import { serveRead, waitingQueryCount } from '../../../src/http/read.js'
+import { callerOf } from '../../../src/http/request.js'
 import { Watches } from '../../../src/state/watch.js'
 
 function blockingContext(closing: AbortSignal, watches: Watches, response: EventEmitter, tableIndex: () => number = () => 5): ApiContext {
@@ -57,5 +58,22 @@ describe('serveRead: blocking queries', function () {
     expect(whileWaiting).to.deep.equal({ queries: 1000, watches: 1000 })
     expect({ queries: waitingQueryCount(), watches: watches.size }).to.deep.equal({ queries: 0, watches: 0 })
     expect(responses.every((response) => response.listenerCount('close') === 0)).to.equal(true)
+  })
+
+  it('a run resolves the caller afresh: one resolved before the read barrier (an older index) is not used', async function () {
+    const closing = new AbortController()
+    const ctx = blockingContext(closing.signal, new Watches(), Object.assign(new EventEmitter(), { destroyed: false }))
+    const fresh = { accessorID: 'fresh' }
+    ;(ctx.state.app as unknown as { resolver: unknown }).resolver = { resolve: async () => fresh }
+    ;(ctx as unknown as { query: unknown }).query = {}
+    // What namespaceOf left behind before the barrier, resolved at an older applied index.
+    ctx.state.caller = { accessorID: 'stale' } as never
+    let seen: unknown
+    await serveRead(ctx, { table: 'policy', consistency: 'all', blocking: true }, async () => {
+      seen = await callerOf(ctx)
+      return { body: [] }
+    })
+    closing.abort()
+    expect(seen).to.equal(fresh)
   })
 })
