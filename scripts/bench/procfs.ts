@@ -36,6 +36,19 @@ export function rssMb(pid: number): number {
   return Math.round((readProc(pid)?.rssBytes ?? 0) / 1024 / 102.4) / 10
 }
 
+/**
+ * The file-backed part of `pid`'s RSS (RssFile): pages of mapped files. LevelDB maps its table files, so reading
+ * the whole state (streaming a snapshot) makes them resident; the kernel may drop them whenever it needs the memory.
+ */
+export function rssFileMb(pid: number): number {
+  try {
+    const match = /^RssFile:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return match?.[1] === undefined ? 0 : Math.round(Number(match[1]) / 102.4) / 10
+  } catch {
+    return 0
+  }
+}
+
 /** Open file descriptors of `pid` (sockets included): how the blocking-query driver sees that its queries arrived. */
 export function openFileCount(pid: number): number {
   try {

@@ -89,6 +89,8 @@ export interface ScaleSummary {
   restartCaughtUpMs: number
   wipedCatchUpMs: number | null
   rssAfterRestartMb: Record<string, number>
+  /** The file-backed part of rssAfterRestartMb (procfs.ts rssFileMb); absent in results older than it. */
+  rssFileAfterRestartMb?: Record<string, number>
   notes: string[]
 }
 

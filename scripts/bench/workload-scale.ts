@@ -13,7 +13,7 @@ import { rm } from 'node:fs/promises'
 import { runTracked } from './children.js'
 import { jsonHeaders, load, sleep, type BenchContext } from './context.js'
 import { pool, percentile } from './http-client.js'
-import { rssMb } from './procfs.js'
+import { rssFileMb, rssMb } from './procfs.js'
 import type { ScaleSummary } from './results.js'
 import type { WardenCluster } from './warden.js'
 
@@ -127,6 +127,7 @@ export async function wardenScale(ctx: BenchContext, warden: WardenCluster, toke
     restartCaughtUpMs: restartCaughtUpMs ?? Number.NaN,
     wipedCatchUpMs,
     rssAfterRestartMb: rss(),
+    rssFileAfterRestartMb: Object.fromEntries(warden.nodes().map((node) => [node, rssFileMb(warden.pid(node))])),
     notes,
   }
   ctx.results.scale = summary

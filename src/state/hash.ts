@@ -4,10 +4,7 @@
  */
 import { blake2b } from '@noble/hashes/blake2.js'
 
-const encoder = new TextEncoder()
-
 export function blake2bBase64(parts: readonly string[]): string {
-  const hasher = blake2b.create({ dkLen: 32 })
-  for (const part of parts) hasher.update(encoder.encode(part))
-  return Buffer.from(hasher.digest()).toString('base64')
+  // One call over the joined bytes: half the cost of an update per part (a token create hashes on every node).
+  return Buffer.from(blake2b(Buffer.from(parts.join(''), 'utf8'), { dkLen: 32 })).toString('base64')
 }
