@@ -178,7 +178,48 @@ async function stopProcess(pid: number, marker: string, graceMs: number): Promis
   if (!(await waitForState(pid, marker, (state) => state === 'gone', 5_000))) throw new Error(`process ${pid} did not exit after SIGKILL`)
 }
 
+/**
+ * A loopback port free right now, for a process started later that must keep it across restarts. Chosen below the
+ * kernel's ephemeral range: a port from that range (what listening on port 0 gives) can be taken in the meantime as
+ * the local end of any outgoing connection, and the node started on it then fails with EADDRINUSE; a port below it is
+ * only ever taken by something binding it on purpose.
+ */
 export async function freePort(): Promise<number> {
+  const [ephemeralLow] = ephemeralRange()
+  const low = 10_000
+  const high = Math.max(low + 1_000, ephemeralLow)
+  for (let attempt = 0; attempt < 64; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low))
+    // Nothing listens on a port handed out a moment ago until its node starts: never hand it out twice.
+    if (handedOut.has(port) || !(await canBind(port))) continue
+    if (handedOut.size >= 4_096) handedOut.clear()
+    handedOut.add(port)
+    return port
+  }
+  return bindAny()
+}
+
+const handedOut = new Set<number>()
+
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number)
+    if (low !== undefined && high !== undefined && low > 0 && high >= low) return [low, high]
+  } catch {
+    // Not Linux, or no procfs: assume Linux's default range.
+  }
+  return [32_768, 60_999]
+}
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolvePromise) => {
+    const server = createServer()
+    server.once('error', () => resolvePromise(false))
+    server.listen(port, '127.0.0.1', () => server.close(() => resolvePromise(true)))
+  })
+}
+
+function bindAny(): Promise<number> {
   return new Promise((resolvePromise, reject) => {
     const server = createServer()
     server.once('error', reject)

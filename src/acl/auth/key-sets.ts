@@ -3,8 +3,10 @@
  * URL. A key set is fetched on first use, used for `maxAgeMs`, and fetched again early when a token names a key id
  * the cached set does not have (the provider rotated its keys). That early refresh is bounded: at most one per
  * `refreshCooldownMs` per set, so tokens with made-up key ids cannot turn the agent into a load generator against
- * the provider. Concurrent logins share one fetch. Failed fetches are not cached. Both caches hold a bounded number
- * of entries and drop the least recently used.
+ * the provider. Concurrent logins share one fetch. A failed fetch is remembered for `failureCooldownMs`: logins
+ * meanwhile fail with the same error without a fetch, so anonymous login attempts against an unreachable provider
+ * cost one fetch per cooldown, not one each. Both caches hold a bounded number of entries and drop the least
+ * recently used.
  */
 import { compactVerify, createLocalJWKSet, errors, type CryptoKey, type JSONWebKeySet, type JWSAlgorithm, type LocalJWKSet } from 'jose'
 import { IdentityServiceError, InvalidBearerTokenError } from './errors.js'
@@ -19,7 +21,15 @@ export interface KeySetCacheOptions {
   entriesMax?: number
   maxAgeMs?: number
   refreshCooldownMs?: number
+  /** How long a failed fetch answers for its URL without a new attempt (default 5 s). */
+  failureCooldownMs?: number
   now?: () => number
+}
+
+/** The last failed fetch of one URL, answered again until the cooldown has passed. */
+interface RecentFailure {
+  error: unknown
+  atMs: number
 }
 
 interface KeySetEntry {
@@ -27,6 +37,7 @@ interface KeySetEntry {
   fetchedAtMs: number
   forcedRefreshAtMs: number
   inflight?: Promise<LocalJWKSet>
+  failure?: RecentFailure
 }
 
 /** A Map used as an LRU: reading an entry moves it to the end; inserting past the bound drops the first. */
@@ -58,6 +69,7 @@ export class JwksCache {
   private readonly entries: Lru<KeySetEntry>
   private readonly maxAgeMs: number
   private readonly refreshCooldownMs: number
+  private readonly failureCooldownMs: number
   private readonly now: () => number
   /** Fetches made, for tests and metrics. */
   fetchCount = 0
@@ -66,6 +78,7 @@ export class JwksCache {
     this.entries = new Lru(options.entriesMax ?? 64)
     this.maxAgeMs = options.maxAgeMs ?? 10 * 60_000
     this.refreshCooldownMs = options.refreshCooldownMs ?? 5_000
+    this.failureCooldownMs = options.failureCooldownMs ?? 5_000
     this.now = options.now ?? Date.now
   }
 
@@ -105,6 +118,7 @@ export class JwksCache {
   private async current(entry: KeySetEntry, source: KeySetSource): Promise<LocalJWKSet> {
     if (entry.inflight !== undefined) return entry.inflight
     if (entry.set !== undefined && this.now() - entry.fetchedAtMs < this.maxAgeMs) return entry.set
+    if (entry.failure !== undefined && this.now() - entry.failure.atMs < this.failureCooldownMs) throw entry.failure.error
     return this.fetch(entry, source)
   }
 
@@ -124,10 +138,17 @@ export class JwksCache {
       return set
     })()
     entry.inflight = inflight
-    // The entry forgets the fetch whichever way it ends; a failure reaches the caller through `inflight` itself.
+    // The entry forgets the fetch whichever way it ends; a failure reaches the caller through `inflight` itself, and
+    // is kept to answer the logins of the next cooldown.
     inflight.then(
-      () => (entry.inflight = undefined),
-      () => (entry.inflight = undefined),
+      () => {
+        entry.inflight = undefined
+        entry.failure = undefined
+      },
+      (error: unknown) => {
+        entry.inflight = undefined
+        entry.failure = { error, atMs: this.now() }
+      },
     )
     return inflight
   }
@@ -178,20 +199,51 @@ export interface DiscoveredProvider {
 
 /** OIDC discovery documents, cached like key sets (without the early refresh: they name a JWKS, which has its own). */
 export class DiscoveryCache {
-  private readonly entries: Lru<{ provider: DiscoveredProvider; fetchedAtMs: number }>
+  private readonly entries: Lru<{ provider?: DiscoveredProvider; fetchedAtMs: number; inflight?: Promise<DiscoveredProvider>; failure?: RecentFailure }>
   private readonly maxAgeMs: number
+  private readonly failureCooldownMs: number
   private readonly now: () => number
+  /** Fetches made, for tests and metrics. */
+  fetchCount = 0
 
   constructor(options: KeySetCacheOptions = {}) {
     this.entries = new Lru(options.entriesMax ?? 64)
     this.maxAgeMs = options.maxAgeMs ?? 10 * 60_000
+    this.failureCooldownMs = options.failureCooldownMs ?? 5_000
     this.now = options.now ?? Date.now
   }
 
+  /** The provider discovered at `discoveryUrl`: cached, one fetch shared by concurrent logins, failures kept a while. */
   async provider(discoveryUrl: string, caCert: string | undefined): Promise<DiscoveredProvider> {
     const key = `${discoveryUrl}\u0000${caCert ?? ''}`
-    const cached = this.entries.get(key)
-    if (cached !== undefined && this.now() - cached.fetchedAtMs < this.maxAgeMs) return cached.provider
+    let entry = this.entries.get(key)
+    if (entry === undefined) {
+      entry = { fetchedAtMs: 0 }
+      this.entries.set(key, entry)
+    }
+    if (entry.inflight !== undefined) return entry.inflight
+    if (entry.provider !== undefined && this.now() - entry.fetchedAtMs < this.maxAgeMs) return entry.provider
+    if (entry.failure !== undefined && this.now() - entry.failure.atMs < this.failureCooldownMs) throw entry.failure.error
+    const fetching = entry
+    const inflight = this.discover(discoveryUrl, caCert)
+    fetching.inflight = inflight
+    inflight.then(
+      (provider) => {
+        fetching.provider = provider
+        fetching.fetchedAtMs = this.now()
+        fetching.inflight = undefined
+        fetching.failure = undefined
+      },
+      (error: unknown) => {
+        fetching.inflight = undefined
+        fetching.failure = { error, atMs: this.now() }
+      },
+    )
+    return inflight
+  }
+
+  private async discover(discoveryUrl: string, caCert: string | undefined): Promise<DiscoveredProvider> {
+    this.fetchCount += 1
     const base = discoveryUrl.replace(/\/+$/, '')
     const url = `${base}/.well-known/openid-configuration`
     const { status, body } = await requestJson('OIDC discovery', url, caCert === undefined ? {} : { caCert })
@@ -205,8 +257,6 @@ export class DiscoveryCache {
     if (document.issuer.replace(/\/+$/, '') !== base) {
       throw new IdentityServiceError(`the OIDC discovery document at ${url} names issuer ${JSON.stringify(document.issuer)}, not ${JSON.stringify(discoveryUrl)}`)
     }
-    const provider = { issuer: document.issuer, jwksUri: document.jwks_uri }
-    this.entries.set(key, { provider, fetchedAtMs: this.now() })
-    return provider
+    return { issuer: document.issuer, jwksUri: document.jwks_uri }
   }
 }

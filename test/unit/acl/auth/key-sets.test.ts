@@ -1,14 +1,14 @@
 /**
  * The JWKS cache: fetched once and reused, fetched again when a token names an unknown key id (a rotation) but at
- * most once per cooldown, shared by concurrent logins, refetched after its maximum age, and never caching a failed
- * fetch. A plain HTTP server on loopback serves the key set and counts fetches; the cache's clock is a variable.
+ * most once per cooldown, shared by concurrent logins, refetched after its maximum age, and a failed fetch answering
+ * for its URL for a cooldown, then tried again. A plain HTTP server on loopback serves the key set and counts fetches; the cache's clock is a variable.
  */
 import { expect } from 'chai'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { CompactSign, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose'
 import { InvalidBearerTokenError, IdentityServiceError } from '../../../../src/acl/auth/errors.js'
-import { JwksCache } from '../../../../src/acl/auth/key-sets.js'
+import { DiscoveryCache, JwksCache } from '../../../../src/acl/auth/key-sets.js'
 
 interface Key {
   privateKey: CryptoKey
@@ -98,14 +98,22 @@ describe('JWKS cache', () => {
     expect(fetches).to.equal(2)
   })
 
-  it('does not cache a failed fetch', async () => {
+  it('answers a failed fetch again for the failure cooldown without fetching, then tries again', async () => {
     const keys = cache()
     served.status = 503
-    let error: unknown
-    await keys.verify(await sign(first, {}), { url }, ['ES256']).catch((caught: unknown) => (error = caught))
-    expect(error).to.be.instanceOf(IdentityServiceError)
-    expect((error as Error).message).to.include('answered 503')
+    const failures: unknown[] = []
+    for (let n = 0; n < 3; n++) await keys.verify(await sign(first, {}), { url }, ['ES256']).catch((caught: unknown) => failures.push(caught))
+    expect(failures).to.have.length(3)
+    for (const error of failures) {
+      expect(error).to.be.instanceOf(IdentityServiceError)
+      expect((error as Error).message).to.include('answered 503')
+    }
+    expect(fetches, 'one fetch for three logins within the cooldown').to.equal(1)
     served.status = 200
+    clock += 4_999
+    await keys.verify(await sign(first, {}), { url }, ['ES256']).catch(() => undefined)
+    expect(fetches).to.equal(1)
+    clock += 1
     await keys.verify(await sign(first, {}), { url }, ['ES256'])
     expect(fetches).to.equal(2)
   })
@@ -115,5 +123,60 @@ describe('JWKS cache', () => {
     let error: unknown
     await keys.verify(await sign(first, {}), { url }, ['RS256']).catch((caught: unknown) => (error = caught))
     expect(error).to.be.instanceOf(InvalidBearerTokenError)
+  })
+})
+
+describe('OIDC discovery cache', () => {
+  let server: Server
+  let base: string
+  let status = 200
+  let fetches = 0
+  let clock = 0
+
+  before(async () => {
+    server = createServer((_request, response) => {
+      fetches += 1
+      response.writeHead(status, { 'Content-Type': 'application/json' })
+      response.end(JSON.stringify({ issuer: base, jwks_uri: `${base}/jwks` }))
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+
+  after(async () => {
+    server.closeAllConnections()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+
+  beforeEach(() => {
+    status = 200
+    fetches = 0
+    clock = 1_000_000
+  })
+
+  const cache = (): DiscoveryCache => new DiscoveryCache({ now: () => clock, maxAgeMs: 60_000, failureCooldownMs: 5_000 })
+
+  it('shares one fetch among concurrent logins and reuses the document until its maximum age', async () => {
+    const discovery = cache()
+    const providers = await Promise.all([1, 2, 3].map(() => discovery.provider(base, undefined)))
+    expect(providers.map((provider) => provider.jwksUri)).to.deep.equal([`${base}/jwks`, `${base}/jwks`, `${base}/jwks`])
+    expect(fetches).to.equal(1)
+    clock += 60_000
+    await discovery.provider(base, undefined)
+    expect(fetches).to.equal(2)
+  })
+
+  it('answers a failed discovery again for the failure cooldown without fetching, then tries again', async () => {
+    const discovery = cache()
+    status = 500
+    const failures: unknown[] = []
+    for (let n = 0; n < 3; n++) await discovery.provider(base, undefined).catch((caught: unknown) => failures.push(caught))
+    expect(failures).to.have.length(3)
+    expect(failures.every((error) => error instanceof IdentityServiceError && error.message.includes('answered 500'))).to.equal(true)
+    expect(fetches).to.equal(1)
+    status = 200
+    clock += 5_000
+    expect((await discovery.provider(base, undefined)).issuer).to.equal(base)
+    expect(fetches).to.equal(2)
   })
 })
