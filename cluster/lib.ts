@@ -185,17 +185,30 @@ async function stopProcess(pid: number, marker: string, graceMs: number): Promis
  * only ever taken by something binding it on purpose.
  */
 export async function freePort(): Promise<number> {
-  const [ephemeralLow] = ephemeralRange()
-  const low = 10_000
-  const high = Math.max(low + 1_000, ephemeralLow)
-  for (let attempt = 0; attempt < 64; attempt++) {
-    const port = low + Math.floor(Math.random() * (high - low))
+  const [ephemeralLow, ephemeralHigh] = ephemeralRange()
+  // Ports from 10000 up that lie outside the ephemeral range: below it, above it, or both.
+  const spans = [
+    [10_000, Math.min(ephemeralLow, 65_536)],
+    [Math.max(ephemeralHigh + 1, 10_000), 65_536],
+  ].filter(([low, high]) => high! > low!) as Array<[number, number]>
+  const total = spans.reduce((sum, [low, high]) => sum + high - low, 0)
+  for (let attempt = 0; total > 0 && attempt < 64; attempt++) {
+    let pick = Math.floor(Math.random() * total)
+    let port = 0
+    for (const [low, high] of spans) {
+      if (pick < high - low) {
+        port = low + pick
+        break
+      }
+      pick -= high - low
+    }
     // Nothing listens on a port handed out a moment ago until its node starts: never hand it out twice.
     if (handedOut.has(port) || !(await canBind(port))) continue
     if (handedOut.size >= 4_096) handedOut.clear()
     handedOut.add(port)
     return port
   }
+  // No room outside the ephemeral range (a range that spans nearly every port): an ephemeral port, with its race.
   return bindAny()
 }
 

@@ -7,13 +7,17 @@
 import { createServer, type ServerResponse } from 'node:http'
 
 const held: ServerResponse[] = []
+const BODY = '[]'
+/** Once released, a request that arrives late is answered at once, as warden answers a query whose index has passed. */
+let released = false
 const server = createServer((request, response) => {
   if (request.url !== '/release') {
-    held.push(response)
+    if (released) response.writeHead(200, { 'Content-Type': 'application/json' }).end(BODY)
+    else held.push(response)
     return
   }
-  const body = '[]'
-  for (const waiting of held.splice(0)) waiting.writeHead(200, { 'Content-Type': 'application/json' }).end(body)
+  released = true
+  for (const waiting of held.splice(0)) waiting.writeHead(200, { 'Content-Type': 'application/json' }).end(BODY)
   response.writeHead(200, { 'Content-Type': 'application/json' }).end('true')
 })
 server.listen(0, '127.0.0.1', () => {

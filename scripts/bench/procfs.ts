@@ -37,8 +37,9 @@ export function rssMb(pid: number): number {
 }
 
 /**
- * The file-backed part of `pid`'s RSS (RssFile): pages of mapped files. LevelDB maps its table files, so reading
- * the whole state (streaming a snapshot) makes them resident; the kernel may drop them whenever it needs the memory.
+ * The file-backed part of `pid`'s RSS (RssFile): pages of mapped files, which are LevelDB's table files (reading
+ * the whole state, to stream a snapshot, makes them resident) and the node binary and its libraries. The kernel may
+ * drop them whenever it needs the memory.
  */
 export function rssFileMb(pid: number): number {
   try {

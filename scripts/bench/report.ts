@@ -184,7 +184,7 @@ export function renderSummary(results: Results): string {
       `scale: ${scale.loaded.toLocaleString('en-US')} of ${scale.requested.toLocaleString('en-US')} tokens in ${scale.loadSeconds} s (${scale.loadRate}/s, p99 ${scale.loadP99Ms} ms, ${scale.loadErrors} errors); ` +
         `RSS ${JSON.stringify(scale.rssMb)} MB; list by policy (${scale.listByPolicy.tokensPerPolicy} tokens): ?stale follower p50 ${scale.listByPolicy.staleFollowerP50Ms} ms max ${scale.listByPolicy.staleFollowerMaxMs} ms, ` +
         `default leader p50 ${scale.listByPolicy.defaultLeaderP50Ms} ms max ${scale.listByPolicy.defaultLeaderMaxMs} ms; restart to serving ${scale.restartToServingMs} ms (caught up ${scale.restartCaughtUpMs} ms); ` +
-        `wiped node caught up in ${scale.wipedCatchUpMs ?? 'timeout'} ms; RSS after ${JSON.stringify(scale.rssAfterRestartMb)} MB${scale.rssFileAfterRestartMb === undefined ? '' : ` (file-backed: ${JSON.stringify(scale.rssFileAfterRestartMb)} MB)`}${scale.notes.length > 0 ? `; ${scale.notes.join('; ')}` : ''}`,
+        `wiped node caught up in ${scale.wipedCatchUpMs ?? 'timeout'} ms; RSS after ${JSON.stringify(scale.rssAfterRestartMb)} MB${scale.rssFileAfterRestartMb === undefined ? '' : ` (of which mapped files: ${JSON.stringify(scale.rssFileAfterRestartMb)} MB)`}${scale.notes.length > 0 ? `; ${scale.notes.join('; ')}` : ''}`,
     )
   }
   if (results.ratios.length > 0) {
@@ -215,7 +215,7 @@ function escapeXml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 }
 
-const COLORS: Record<string, string> = { warden: '#3867a8', etcd: '#d9822b', koa: '#8a8a8a', node: '#8a8a8a' }
+const COLORS: Record<string, string> = { warden: '#3867a8', etcd: '#d9822b', koa: '#8a8a8a', node: '#b5b5b5' }
 
 /** Where `value` falls on a log scale from 10^lowPower to 10^highPower, as a share of the axis (0 below it). */
 function logShare(value: number, lowPower: number, highPower: number): number {

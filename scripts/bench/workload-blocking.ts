@@ -39,13 +39,23 @@ export async function holdBaseline(ctx: BenchContext): Promise<void> {
   })
   try {
     const port = await new Promise<number>((resolvePort, reject) => {
+      const timer = setTimeout(() => reject(new Error('hold-baseline did not report its port within 30 s')), 30_000)
       let text = ''
       child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
         text += chunk
         const line = /^\{.*\}$/m.exec(text)?.[0]
-        if (line !== undefined) resolvePort((JSON.parse(line) as { port: number }).port)
+        if (line === undefined) return
+        clearTimeout(timer)
+        resolvePort((JSON.parse(line) as { port: number }).port)
       })
-      child.once('exit', (code) => reject(new Error(`hold-baseline exited ${code}`)))
+      child.once('error', (error) => {
+        clearTimeout(timer)
+        reject(error)
+      })
+      child.once('exit', (code) => {
+        clearTimeout(timer)
+        reject(new Error(`hold-baseline exited ${code}`))
+      })
     })
     const pid = child.pid ?? 0
     const { summary, processes } = await runDriver(ctx, { address: `127.0.0.1:${port}`, token: '', count, pid, baseline: true }, [{ label: 'node', pid }])

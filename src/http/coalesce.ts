@@ -49,7 +49,7 @@ export class ReadCoalescer {
 }
 
 /** The key of a read for coalescing, or undefined for a request that must run alone. */
-export function coalesceKey(ctx: ApiContext, appliedIndex: number, scope: string): string | undefined {
+export function coalesceKey(ctx: ApiContext, appliedIndex: number, scope: readonly string[]): string | undefined {
   if (ctx.method !== 'GET') return undefined
   const query = ctx.querystring
   let params = ''
@@ -63,7 +63,7 @@ export function coalesceKey(ctx: ApiContext, appliedIndex: number, scope: string
     params = kept.join('&')
   }
   // JSON keeps the parts apart whatever they contain (a secret from ?token may hold any character).
-  return JSON.stringify([appliedIndex, ctx.path, params, secretOf(ctx) ?? '', ctx.get('X-Service-Namespace'), scope])
+  return JSON.stringify([appliedIndex, ctx.path, params, secretOf(ctx) ?? '', ctx.get('X-Service-Namespace'), ...scope])
 }
 
 /** The JSON text of a result's body, computed once however many responses carry it. */

@@ -11,7 +11,7 @@ import { randomInt } from 'node:crypto'
 import { WardenError } from '../lib/errors.js'
 import type { Table } from '../state/keys.js'
 import type { ApiContext } from './context.js'
-import { blockingOf, consistencyOf, refreshCaller } from './request.js'
+import { blockingOf, consistencyOf } from './request.js'
 import { coalesceKey, ReadCoalescer, serializedBody } from './coalesce.js'
 
 export interface ReadResult {
@@ -31,6 +31,8 @@ export interface ReadSpec {
   /** What the route resolved before the read that decides its answer and is not in the path or query: the namespace
    * a list is confined to, say. Reads with different scopes never share a run (coalesce.ts). */
   scope?: string
+  /** Resolves recordKey and scope after the read barrier, for routes that derive them from the caller's token. */
+  prepare?: () => Promise<{ recordKey?: string; scope?: string }>
   /** Reads of one record: the error when it is missing once the query returns. */
   missing?: () => WardenError
   /** Endpoints whose Consistency column says "none" ignore the modes; "all" endpoints honour them. */
@@ -61,22 +63,24 @@ function coalescerOf(state: object): ReadCoalescer {
   return coalescer
 }
 
-export async function serveRead(ctx: ApiContext, spec: ReadSpec, runAlone: () => Promise<ReadResult>): Promise<void> {
+export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () => Promise<ReadResult>): Promise<void> {
   const { state, cluster, settings } = ctx.state.app
+  const { mode, maxStaleMs } = consistencyOf(ctx)
+  let effective = given.consistency === 'all' ? mode : 'leader'
+  // ?max_stale: a stale read, unless this node has not heard from the leader for longer; then the leader's view.
+  if (effective === 'stale' && maxStaleMs !== undefined && !cluster.isLeader() && cluster.lastContactMs() >= maxStaleMs) effective = 'leader'
+  await cluster.readBarrier(effective)
+  // What the route resolves through the caller's token (its namespace) is resolved past the barrier, at the state the
+  // read will see: a token created a moment ago through the leader is known here by now.
+  const spec = given.prepare === undefined ? given : { ...given, ...(await given.prepare()) }
   const coalescer = coalescerOf(state)
-  const scope = `${spec.recordKey ?? ''} ${spec.scope ?? ''}`
-  // A run resolves the caller afresh: one resolved before the barrier (by namespaceOf, say) may be from an older index
-  // than the state the run reads, and a read joining this run is keyed by the index the run reads.
+  const scope = [spec.recordKey ?? '', spec.scope ?? '']
+  // A run resolves the caller afresh, at the applied index it reads (a read joining it is keyed by that index).
   const run = (): Promise<ReadResult> =>
     coalescer.run(coalesceKey(ctx, state.lastApplied, scope), () => {
       ctx.state.caller = undefined
       return runAlone()
     })
-  const { mode, maxStaleMs } = consistencyOf(ctx)
-  let effective = spec.consistency === 'all' ? mode : 'leader'
-  // ?max_stale: a stale read, unless this node has not heard from the leader for longer; then the leader's view.
-  if (effective === 'stale' && maxStaleMs !== undefined && !cluster.isLeader() && cluster.lastContactMs() >= maxStaleMs) effective = 'leader'
-  await cluster.readBarrier(effective)
   const blocking = spec.blocking ? blockingOf(ctx) : undefined
   let result = await run()
   if (blocking !== undefined) {
@@ -96,7 +100,7 @@ export async function serveRead(ctx: ApiContext, spec: ReadSpec, runAlone: () =>
       const watchKey = result.modifyIndex !== undefined ? spec.recordKey : undefined
       const woke = await waitForChange(ctx, spec.table, watchKey, deadline, settings.blockingQueriesMax)
       if (woke === 'gone') return
-      await refreshCaller(ctx)
+      // The run resolves the token again: one revoked during the wait is refused.
       result = await run()
     }
   }

@@ -115,7 +115,8 @@ export class SingleNodeReplica implements Cluster {
   /** Stops taking proposals and waits for those in flight. */
   async stop(): Promise<void> {
     this.stopped = true
-    await this.flushing
+    // A flush that ends with proposals still queued starts the next one: wait for the last.
+    while (this.flushing !== undefined) await this.flushing
   }
 
   leaderAddress(): string {

@@ -109,12 +109,15 @@ async function writeAuthMethod(ctx: ApiContext, mode: 'create' | 'update'): Prom
 
 async function readAuthMethod(ctx: ApiContext): Promise<void> {
   const name = ctx.params.name ?? ''
-  const namespace = await namespaceOf(ctx)
+  let namespace = ''
   await serveRead(
     ctx,
     {
       table: 'auth-method',
-      recordKey: recordKey('auth-method', nsKey(namespace, name)),
+      prepare: async () => {
+        namespace = await namespaceOf(ctx)
+        return { recordKey: recordKey('auth-method', nsKey(namespace, name)) }
+      },
       missing: () => new NotFoundError(`auth method "${name}" does not exist`),
       consistency: 'all',
       blocking: true,

@@ -96,12 +96,15 @@ async function getEntry(ctx: ApiContext): Promise<void> {
   const kind = checkKind(ctx.params.kind, 'kind')
   const name = ctx.params.name ?? ''
   checkDatacenter(ctx)
-  const key = configEntryKey({ Kind: kind, Namespace: await namespaceOf(ctx), Name: name })
+  let key = ''
   await serveRead(
     ctx,
     {
       table: 'config',
-      recordKey: recordKey('config', key),
+      prepare: async () => {
+        key = configEntryKey({ Kind: kind, Namespace: await namespaceOf(ctx), Name: name })
+        return { recordKey: recordKey('config', key) }
+      },
       missing: () => new NotFoundError(`Config entry not found for ${JSON.stringify(kind)} / ${JSON.stringify(name)}`),
       consistency: 'all',
       blocking: true,
@@ -118,9 +121,13 @@ async function listEntries(ctx: ApiContext): Promise<void> {
   const kind = checkKind(ctx.params.kind, 'kind')
   checkDatacenter(ctx)
   const matches = compiledFilter(ctx)
-  const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
-  const prefix = configEntryPrefix(kind, namespace === '*' ? undefined : namespace)
-  await serveRead(ctx, { table: 'config', scope: namespace, consistency: 'all', blocking: true }, async () => {
+  let prefix = ''
+  const prepare = async (): Promise<{ scope: string }> => {
+    const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
+    prefix = configEntryPrefix(kind, namespace === '*' ? undefined : namespace)
+    return { scope: namespace }
+  }
+  await serveRead(ctx, { table: 'config', prepare, consistency: 'all', blocking: true }, async () => {
     const { permissions } = await callerOf(ctx)
     const entries = await listRecords<ConfigEntry>(ctx.state.app.state.reader, configSpec, prefix)
     // As Consul does, ACLs drop what the caller may not read before the filter sees anything.

@@ -64,32 +64,35 @@ describe('read coalescing', function () {
   })
 
   it('the key ignores index, wait, stale, consistent, max_stale and pretty, and keeps the other parameters in order', function () {
-    const base = coalesceKey(context('/v1/acl/tokens', 'policy=p&role=r'), 7, '')
-    expect(coalesceKey(context('/v1/acl/tokens', 'index=3&policy=p&wait=5s&stale&role=r&pretty'), 7, '')).to.equal(base)
-    expect(coalesceKey(context('/v1/acl/tokens', 'role=r&policy=p'), 7, '')).to.not.equal(base)
-    expect(coalesceKey(context('/v1/acl/tokens', 'policy=p&role=r&ns=team'), 7, '')).to.not.equal(base)
+    const base = coalesceKey(context('/v1/acl/tokens', 'policy=p&role=r'), 7, [])
+    expect(coalesceKey(context('/v1/acl/tokens', 'index=3&policy=p&wait=5s&stale&role=r&pretty'), 7, [])).to.equal(base)
+    expect(coalesceKey(context('/v1/acl/tokens', 'role=r&policy=p'), 7, [])).to.not.equal(base)
+    expect(coalesceKey(context('/v1/acl/tokens', 'policy=p&role=r&ns=team'), 7, [])).to.not.equal(base)
   })
 
   it('the key tells apart the secret (from any of its three places), the namespace header, the path, the scope and the applied index', function () {
     const keys = [
-      coalesceKey(context('/v1/acl/tokens', ''), 7, ''),
-      coalesceKey(context('/v1/acl/tokens', ''), 8, ''),
-      coalesceKey(context('/v1/acl/roles', ''), 7, ''),
-      coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Token': 'a' }), 7, ''),
-      coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Token': 'b' }), 7, ''),
-      coalesceKey(context('/v1/acl/tokens', 'token=c'), 7, ''),
-      coalesceKey(context('/v1/acl/tokens', '', { Authorization: 'Bearer d' }), 7, ''),
-      coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Namespace': 'team' }), 7, ''),
+      coalesceKey(context('/v1/acl/tokens', ''), 7, []),
+      coalesceKey(context('/v1/acl/tokens', ''), 8, []),
+      coalesceKey(context('/v1/acl/roles', ''), 7, []),
+      coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Token': 'a' }), 7, []),
+      coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Token': 'b' }), 7, []),
+      coalesceKey(context('/v1/acl/tokens', 'token=c'), 7, []),
+      coalesceKey(context('/v1/acl/tokens', '', { Authorization: 'Bearer d' }), 7, []),
+      coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Namespace': 'team' }), 7, []),
     ]
-    keys.push(coalesceKey(context('/v1/config/service-defaults', ''), 7, 'team'))
-    keys.push(coalesceKey(context('/v1/config/service-defaults', ''), 7, 'default'))
+    keys.push(coalesceKey(context('/v1/config/service-defaults', ''), 7, ['', 'team']))
+    keys.push(coalesceKey(context('/v1/config/service-defaults', ''), 7, ['', 'default']))
+    // Parts that would read the same run together stay apart.
+    keys.push(coalesceKey(context('/v1/config/service-defaults', ''), 7, ['a b', '']))
+    keys.push(coalesceKey(context('/v1/config/service-defaults', ''), 7, ['a', 'b']))
     expect(new Set(keys).size).to.equal(keys.length)
-    expect(coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Token': 'a' }), 7, '')).to.equal(keys[3])
+    expect(coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Token': 'a' }), 7, [])).to.equal(keys[3])
   })
 
   it('only GETs coalesce', function () {
-    expect(coalesceKey(context('/v1/acl/token', '', {}, 'PUT'), 7, '')).to.equal(undefined)
-    expect(coalesceKey(context('/v1/acl/tokens', '', {}, 'HEAD'), 7, '')).to.equal(undefined)
+    expect(coalesceKey(context('/v1/acl/token', '', {}, 'PUT'), 7, [])).to.equal(undefined)
+    expect(coalesceKey(context('/v1/acl/tokens', '', {}, 'HEAD'), 7, [])).to.equal(undefined)
   })
 
   it('serializes a shared body once', function () {

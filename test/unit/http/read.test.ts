@@ -76,4 +76,36 @@ describe('serveRead: blocking queries', function () {
     closing.abort()
     expect(seen).to.equal(fresh)
   })
+
+  it("resolves a route's prepare (its namespace through the token) after the read barrier, and keys on what it returns", async function () {
+    const closing = new AbortController()
+    const ctx = blockingContext(closing.signal, new Watches(), Object.assign(new EventEmitter(), { destroyed: false }))
+    ;(ctx as unknown as { query: unknown }).query = {}
+    const order: string[] = []
+    const cluster = ctx.state.app.cluster as unknown as { readBarrier: () => Promise<void> }
+    cluster.readBarrier = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      order.push('barrier')
+    }
+    let namespace = ''
+    await serveRead(
+      ctx,
+      {
+        table: 'config',
+        consistency: 'all',
+        blocking: true,
+        prepare: async () => {
+          order.push('prepare')
+          namespace = 'team'
+          return { scope: namespace }
+        },
+      },
+      async () => {
+        order.push(`run in ${namespace}`)
+        return { body: [] }
+      },
+    )
+    closing.abort()
+    expect(order).to.deep.equal(['barrier', 'prepare', 'run in team'])
+  })
 })
