@@ -28,12 +28,6 @@ export async function callerOf(ctx: ApiContext): Promise<Caller> {
   return ctx.state.caller
 }
 
-/** Resolves the token again, as a blocking query must after it wakes: a token revoked mid-wait is refused. */
-export async function refreshCaller(ctx: ApiContext): Promise<Caller> {
-  ctx.state.caller = undefined
-  return callerOf(ctx)
-}
-
 export async function requirePermission(ctx: ApiContext, resource: PermissionResource, access: PermissionAccess, name?: string): Promise<Caller> {
   const caller = await callerOf(ctx)
   if (!caller.permissions.allows(resource, access, name)) throw deniedError(caller.accessorID, resource, access, name)
