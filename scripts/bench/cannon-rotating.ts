@@ -1,11 +1,12 @@
 /**
- * autocannon through its programmatic API, in its own process, for the one load its CLI cannot express: every
- * request with the next of many tokens. The CLI's HAR input restarts its list on every connection, so a short run
- * at 64 connections would only ever use the first few hundred of 10,000 tokens; here one counter shared by all
- * connections walks the whole list. Prints the same JSON result as `autocannon --json`.
+ * autocannon through its programmatic API, in its own process, for the loads its CLI cannot express: every request
+ * with the next of many tokens, or for the next of many paths. The CLI's HAR input restarts its list on every
+ * connection, so a short run at 64 connections would only ever use the first few hundred of 10,000 tokens, and its
+ * connections would walk a list of paths nearly in step; here one counter shared by all connections walks the whole
+ * list. Prints the same JSON result as `autocannon --json`.
  *
  *   node --import tsx scripts/bench/cannon-rotating.ts SPEC.json
- *   SPEC: { url, connections, durationS, timeoutS, method, path, headers, tokens: string[] }
+ *   SPEC: { url, connections, durationS, timeoutS, method, path, headers, tokens?: string[], paths?: string[] }
  */
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -18,11 +19,13 @@ interface Spec {
   method: string
   path: string
   headers: Record<string, string>
-  tokens: string[]
+  tokens?: string[]
+  paths?: string[]
 }
 
 interface RequestData {
   headers: Record<string, string>
+  path: string
 }
 
 type Autocannon = (options: Record<string, unknown>) => Promise<unknown>
@@ -44,7 +47,10 @@ const result = await autocannon({
       path: spec.path,
       headers: spec.headers,
       setupRequest: (request: RequestData) => {
-        request.headers = { ...request.headers, 'X-Service-Token': spec.tokens[next++ % spec.tokens.length] ?? '' }
+        const n = next++
+        const { tokens, paths } = spec
+        if (tokens !== undefined && tokens.length > 0) request.headers = { ...request.headers, 'X-Service-Token': tokens[n % tokens.length] ?? '' }
+        if (paths !== undefined && paths.length > 0) request.path = paths[n % paths.length] ?? spec.path
         return request
       },
     },

@@ -36,6 +36,8 @@ export interface CannonOptions {
   timeoutS?: number
   /** Send each request with the next of these as X-Service-Token (one counter across all connections). */
   rotateTokens?: string[]
+  /** Send each request to the next of these paths (the same counter). */
+  rotatePaths?: string[]
 }
 
 export interface CannonResult {
@@ -70,7 +72,7 @@ let harCounter = 0
 export async function runCannon(options: CannonOptions, watched: Watched[]): Promise<{ result: CannonResult; usage: ProcessUsage[] }> {
   const [only] = options.requests
   if (only === undefined) throw new Error('runCannon: no requests')
-  if (options.rotateTokens !== undefined) return runRotating(options, only, options.rotateTokens, watched)
+  if (options.rotateTokens !== undefined || options.rotatePaths !== undefined) return runRotating(options, only, watched)
   const args = ['--json', '-c', String(options.connections), '-d', String(options.durationS), '-t', String(options.timeoutS ?? 20)]
   if (options.maxRequests !== undefined) args.push('-O', String(options.maxRequests))
   if (options.requests.length === 1) {
@@ -98,7 +100,7 @@ export async function runCannon(options: CannonOptions, watched: Watched[]): Pro
   return { result: parseResult(output), usage: monitor.stop() }
 }
 
-async function runRotating(options: CannonOptions, request: CannonRequest, tokens: string[], watched: Watched[]): Promise<{ result: CannonResult; usage: ProcessUsage[] }> {
+async function runRotating(options: CannonOptions, request: CannonRequest, watched: Watched[]): Promise<{ result: CannonResult; usage: ProcessUsage[] }> {
   const specPath = join(options.workDir, `rotating-${process.pid}-${++harCounter}.json`)
   const spec = {
     url: options.origin,
@@ -108,7 +110,8 @@ async function runRotating(options: CannonOptions, request: CannonRequest, token
     method: request.method,
     path: request.path,
     headers: request.headers,
-    tokens,
+    ...(options.rotateTokens === undefined ? {} : { tokens: options.rotateTokens }),
+    ...(options.rotatePaths === undefined ? {} : { paths: options.rotatePaths }),
   }
   await writeFile(specPath, JSON.stringify(spec))
   const monitor = new UsageMonitor([...watched]).start()

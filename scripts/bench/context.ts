@@ -32,6 +32,7 @@ export interface LoadSpec {
   durationS?: number
   maxRequests?: number
   rotateTokens?: string[]
+  rotatePaths?: string[]
   note?: string
 }
 
@@ -46,6 +47,7 @@ export async function load(ctx: BenchContext, spec: LoadSpec): Promise<Row & { s
       workDir: ctx.workDir,
       ...(spec.maxRequests === undefined ? {} : { maxRequests: spec.maxRequests }),
       ...(spec.rotateTokens === undefined ? {} : { rotateTokens: spec.rotateTokens }),
+      ...(spec.rotatePaths === undefined ? {} : { rotatePaths: spec.rotatePaths }),
     },
     spec.watched,
   )

@@ -3,12 +3,14 @@
  * policy adds a third), each request with the next token, reading a policy with `?stale` on a follower (so that the
  * read itself is as cheap as it gets and the token is most of the work). The same load with the management token on
  * every request, sent by the same runner, is the baseline: the difference is resolution (a cache miss the first time
- * a node sees a token, then a SHA-256 of the secret and a cache hit).
+ * a node sees a token, then a SHA-256 of the secret and a cache hit). Both read the next of the reads workload's
+ * policies on each request, so that the baseline's identical requests do not share runs (src/http/coalesce.ts).
  */
 import { randomUUID } from 'node:crypto'
 import { load, type BenchContext } from './context.js'
 import { pool } from './http-client.js'
 import type { WardenCluster } from './warden.js'
+import { readTargets } from './workload-reads.js'
 
 const CONNECTIONS = 64
 
@@ -36,6 +38,9 @@ export async function wardenAuthorized(ctx: BenchContext, warden: WardenCluster)
     if ((await warden.call(follower, 'GET', '/v1/acl/token/self?stale', { token: last })).status === 200) break
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
+  const targets = await readTargets(warden)
+  await warden.call(follower, 'GET', `/v1/acl/policy/${targets.at(-1) ?? ''}`)
+  const paths = targets.map((id) => `/v1/acl/policy/${id}?stale`)
   const request = { method: 'GET', path: `/v1/acl/policy/${readPolicy}?stale`, headers: {} }
   for (const [name, tokens] of [
     ['policy read ?stale → follower, management token', [warden.token]],
@@ -51,8 +56,9 @@ export async function wardenAuthorized(ctx: BenchContext, warden: WardenCluster)
       connections: CONNECTIONS,
       requests: [request],
       rotateTokens: [...tokens],
+      rotatePaths: paths,
       watched: warden.watched(),
-      note: 'autocannon API runner, token rotated per request',
+      note: 'autocannon API runner, token and policy rotated per request',
     })
   }
 }

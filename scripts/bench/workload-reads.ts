@@ -3,21 +3,43 @@
  * view: on a follower a ReadIndex round through the leader), and `?consistent` (always a ReadIndex round), on a
  * follower and on the leader. The yardstick for `?stale` is a bare Koa hello-world route on the same machine; etcd's
  * counterparts are a serializable range (stale) and a linearizable range (default and consistent).
+ *
+ * Each request reads the next of READ_POLICIES policies: warden shares one run among identical reads that arrive in
+ * the same turn of its event loop (src/http/coalesce.ts), and 64 connections sending one identical request would
+ * measure that sharing rather than the cost of a read.
  */
 import { join } from 'node:path'
 import { TSX_LOADER } from './cannon.js'
 import { load, warmUp, type BenchContext } from './context.js'
 import { spawnTracked, stopChild } from './children.js'
 import { base64, type EtcdCluster } from './etcd.js'
-import { benchPolicy } from './workload-writes.js'
+import { pool } from './http-client.js'
 import type { WardenCluster } from './warden.js'
 
 const READ_CONNECTIONS = 64
+export const READ_POLICIES = 1_000
+
+/** READ_POLICIES policies to read (created once per cluster), so that concurrent reads are not all identical. */
+export async function readTargets(warden: WardenCluster): Promise<string[]> {
+  const ids = new Array<string>(READ_POLICIES)
+  await pool(READ_POLICIES, 32, async (n) => {
+    const name = `bench-read-${n}`
+    const existing = await warden.call(warden.leader, 'GET', `/v1/acl/policy/name/${name}`)
+    ids[n] =
+      existing.status === 200
+        ? (JSON.parse(existing.text) as { ID: string }).ID
+        : (await warden.json<{ ID: string }>(warden.leader, 'PUT', '/v1/acl/policy', { Name: name, Rules: `service "svc-${n}" { policy = "read" }` })).ID
+  })
+  return ids
+}
 
 export async function wardenReads(ctx: BenchContext, warden: WardenCluster): Promise<void> {
-  const policyId = await benchPolicy(warden)
+  const policyIds = await readTargets(warden)
   const follower = warden.followers[0] ?? warden.leader
-  const read = (query: string) => ({ method: 'GET', path: `/v1/acl/policy/${policyId}${query}`, headers: { 'X-Service-Token': warden.token } })
+  // The followers must hold the last policy before the load, or the first stale reads would be 404s.
+  await warden.call(follower, 'GET', `/v1/acl/policy/${policyIds.at(-1) ?? ''}`)
+  const read = (query: string) => ({ method: 'GET', path: `/v1/acl/policy/${policyIds[0] ?? ''}${query}`, headers: { 'X-Service-Token': warden.token } })
+  const paths = (query: string): string[] => policyIds.map((id) => `/v1/acl/policy/${id}${query}`)
   ctx.progress.step('reads: warm-up')
   await warmUp(ctx, { origin: warden.origin(follower), connections: READ_CONNECTIONS, requests: [read('')], watched: [] })
   const cases = [
@@ -37,6 +59,7 @@ export async function wardenReads(ctx: BenchContext, warden: WardenCluster): Pro
       origin: warden.origin(readCase.node),
       connections: READ_CONNECTIONS,
       requests: [read(readCase.query)],
+      rotatePaths: paths(readCase.query),
       watched: warden.watched(),
     })
   }
