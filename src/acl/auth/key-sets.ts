@@ -32,12 +32,14 @@ interface RecentFailure {
   atMs: number
 }
 
-interface KeySetEntry {
-  set?: LocalJWKSet
+/** One remote document: the last one fetched, the fetch under way, the last failure. */
+interface RemoteEntry<T> {
+  value?: T
   fetchedAtMs: number
-  forcedRefreshAtMs: number
-  inflight?: Promise<LocalJWKSet>
+  inflight?: Promise<T>
   failure?: RecentFailure
+  /** When a fetch was last forced before the document's maximum age (a key set's early refresh). */
+  forcedRefreshAtMs: number
 }
 
 /** A Map used as an LRU: reading an entry moves it to the end; inserting past the bound drops the first. */
@@ -59,38 +61,86 @@ class Lru<V> {
     this.map.set(key, value)
     if (this.map.size > this.entriesMax) this.map.delete(this.map.keys().next().value as string)
   }
-
-  get size(): number {
-    return this.map.size
-  }
 }
 
-export class JwksCache {
-  private readonly entries: Lru<KeySetEntry>
+/**
+ * Remote documents by key, what both caches below are made of: fetched on first use and reused for `maxAgeMs`, one
+ * fetch shared by concurrent callers, a failed fetch answered again for `failureCooldownMs`.
+ */
+class RemoteDocuments<T> {
+  private readonly entries: Lru<RemoteEntry<T>>
   private readonly maxAgeMs: number
-  private readonly refreshCooldownMs: number
   private readonly failureCooldownMs: number
-  private readonly now: () => number
+  readonly now: () => number
   /** Fetches made, for tests and metrics. */
   fetchCount = 0
 
-  constructor(options: KeySetCacheOptions = {}) {
+  constructor(options: KeySetCacheOptions) {
     this.entries = new Lru(options.entriesMax ?? 64)
     this.maxAgeMs = options.maxAgeMs ?? 10 * 60_000
-    this.refreshCooldownMs = options.refreshCooldownMs ?? 5_000
     this.failureCooldownMs = options.failureCooldownMs ?? 5_000
     this.now = options.now ?? Date.now
   }
 
-  /** Verifies the JWS signature with the set's key for its kid and alg; returns the payload bytes. */
-  async verify(jws: string, source: KeySetSource, algorithms: JWSAlgorithm[]): Promise<Uint8Array> {
-    const key = `${source.url}\u0000${source.caCert ?? ''}`
+  entry(key: string): RemoteEntry<T> {
     let entry = this.entries.get(key)
     if (entry === undefined) {
       entry = { fetchedAtMs: 0, forcedRefreshAtMs: Number.NEGATIVE_INFINITY }
       this.entries.set(key, entry)
     }
-    const tried = await this.current(entry, source)
+    return entry
+  }
+
+  /** The document: the one being fetched, the cached one while fresh, the recent failure, or a new fetch. */
+  current(entry: RemoteEntry<T>, fetch: () => Promise<T>): Promise<T> {
+    if (entry.inflight !== undefined) return entry.inflight
+    if (entry.value !== undefined && this.now() - entry.fetchedAtMs < this.maxAgeMs) return Promise.resolve(entry.value)
+    if (entry.failure !== undefined && this.now() - entry.failure.atMs < this.failureCooldownMs) return Promise.reject(entry.failure.error)
+    return this.fetch(entry, fetch)
+  }
+
+  /** Fetches now, whatever is cached (the caller bounds how often). */
+  fetch(entry: RemoteEntry<T>, fetch: () => Promise<T>): Promise<T> {
+    this.fetchCount += 1
+    const inflight = fetch()
+    entry.inflight = inflight
+    // The entry forgets the fetch whichever way it ends; a failure reaches the caller through `inflight` itself, and
+    // is kept to answer the callers of the next cooldown.
+    inflight.then(
+      (value) => {
+        entry.value = value
+        entry.fetchedAtMs = this.now()
+        entry.inflight = undefined
+        entry.failure = undefined
+      },
+      (error: unknown) => {
+        entry.inflight = undefined
+        entry.failure = { error, atMs: this.now() }
+      },
+    )
+    return inflight
+  }
+}
+
+export class JwksCache {
+  private readonly documents: RemoteDocuments<LocalJWKSet>
+  private readonly refreshCooldownMs: number
+
+  constructor(options: KeySetCacheOptions = {}) {
+    this.documents = new RemoteDocuments(options)
+    this.refreshCooldownMs = options.refreshCooldownMs ?? 5_000
+  }
+
+  /** Fetches made, for tests and metrics. */
+  get fetchCount(): number {
+    return this.documents.fetchCount
+  }
+
+  /** Verifies the JWS signature with the set's key for its kid and alg; returns the payload bytes. */
+  async verify(jws: string, source: KeySetSource, algorithms: JWSAlgorithm[]): Promise<Uint8Array> {
+    const entry = this.documents.entry(`${source.url}\u0000${source.caCert ?? ''}`)
+    const fetchSet = (): Promise<LocalJWKSet> => fetchKeySet(source)
+    const tried = await this.documents.current(entry, fetchSet)
     try {
       return await verifyWithSet(jws, tried, algorithms, source.url)
     } catch (error) {
@@ -98,12 +148,13 @@ export class JwksCache {
     }
     // No key in the set has the token's kid: the provider may have rotated. Use a set fetched since, if any; else
     // fetch now unless the last such refresh was too recent.
+    const { now } = this.documents
     let fresher: LocalJWKSet
     if (entry.inflight !== undefined) fresher = await entry.inflight
-    else if (entry.set !== undefined && entry.set !== tried) fresher = entry.set
-    else if (this.now() - entry.forcedRefreshAtMs >= this.refreshCooldownMs) {
-      entry.forcedRefreshAtMs = this.now()
-      fresher = await this.fetch(entry, source)
+    else if (entry.value !== undefined && entry.value !== tried) fresher = entry.value
+    else if (now() - entry.forcedRefreshAtMs >= this.refreshCooldownMs) {
+      entry.forcedRefreshAtMs = now()
+      fresher = await this.documents.fetch(entry, fetchSet)
     } else {
       throw noMatchingKey(jws, source.url, 'and the key set was refreshed too recently to fetch it again')
     }
@@ -114,43 +165,15 @@ export class JwksCache {
       throw error
     }
   }
+}
 
-  private async current(entry: KeySetEntry, source: KeySetSource): Promise<LocalJWKSet> {
-    if (entry.inflight !== undefined) return entry.inflight
-    if (entry.set !== undefined && this.now() - entry.fetchedAtMs < this.maxAgeMs) return entry.set
-    if (entry.failure !== undefined && this.now() - entry.failure.atMs < this.failureCooldownMs) throw entry.failure.error
-    return this.fetch(entry, source)
-  }
-
-  private fetch(entry: KeySetEntry, source: KeySetSource): Promise<LocalJWKSet> {
-    const inflight = (async () => {
-      this.fetchCount += 1
-      const { status, body } = await requestJson('fetching the JWKS', source.url, source.caCert === undefined ? {} : { caCert: source.caCert })
-      if (status !== 200) throw new IdentityServiceError(`fetching the JWKS at ${source.url} answered ${status}`)
-      let set: LocalJWKSet
-      try {
-        set = createLocalJWKSet(body as JSONWebKeySet)
-      } catch (error) {
-        throw new IdentityServiceError(`the JWKS at ${source.url} is not a valid JSON Web Key Set (${(error as Error).message})`)
-      }
-      entry.set = set
-      entry.fetchedAtMs = this.now()
-      return set
-    })()
-    entry.inflight = inflight
-    // The entry forgets the fetch whichever way it ends; a failure reaches the caller through `inflight` itself, and
-    // is kept to answer the logins of the next cooldown.
-    inflight.then(
-      () => {
-        entry.inflight = undefined
-        entry.failure = undefined
-      },
-      (error: unknown) => {
-        entry.inflight = undefined
-        entry.failure = { error, atMs: this.now() }
-      },
-    )
-    return inflight
+async function fetchKeySet(source: KeySetSource): Promise<LocalJWKSet> {
+  const { status, body } = await requestJson('fetching the JWKS', source.url, source.caCert === undefined ? {} : { caCert: source.caCert })
+  if (status !== 200) throw new IdentityServiceError(`fetching the JWKS at ${source.url} answered ${status}`)
+  try {
+    return createLocalJWKSet(body as JSONWebKeySet)
+  } catch (error) {
+    throw new IdentityServiceError(`the JWKS at ${source.url} is not a valid JSON Web Key Set (${(error as Error).message})`)
   }
 }
 
@@ -199,64 +222,35 @@ export interface DiscoveredProvider {
 
 /** OIDC discovery documents, cached like key sets (without the early refresh: they name a JWKS, which has its own). */
 export class DiscoveryCache {
-  private readonly entries: Lru<{ provider?: DiscoveredProvider; fetchedAtMs: number; inflight?: Promise<DiscoveredProvider>; failure?: RecentFailure }>
-  private readonly maxAgeMs: number
-  private readonly failureCooldownMs: number
-  private readonly now: () => number
-  /** Fetches made, for tests and metrics. */
-  fetchCount = 0
+  private readonly documents: RemoteDocuments<DiscoveredProvider>
 
   constructor(options: KeySetCacheOptions = {}) {
-    this.entries = new Lru(options.entriesMax ?? 64)
-    this.maxAgeMs = options.maxAgeMs ?? 10 * 60_000
-    this.failureCooldownMs = options.failureCooldownMs ?? 5_000
-    this.now = options.now ?? Date.now
+    this.documents = new RemoteDocuments(options)
   }
 
-  /** The provider discovered at `discoveryUrl`: cached, one fetch shared by concurrent logins, failures kept a while. */
-  async provider(discoveryUrl: string, caCert: string | undefined): Promise<DiscoveredProvider> {
-    const key = `${discoveryUrl}\u0000${caCert ?? ''}`
-    let entry = this.entries.get(key)
-    if (entry === undefined) {
-      entry = { fetchedAtMs: 0 }
-      this.entries.set(key, entry)
-    }
-    if (entry.inflight !== undefined) return entry.inflight
-    if (entry.provider !== undefined && this.now() - entry.fetchedAtMs < this.maxAgeMs) return entry.provider
-    if (entry.failure !== undefined && this.now() - entry.failure.atMs < this.failureCooldownMs) throw entry.failure.error
-    const fetching = entry
-    const inflight = this.discover(discoveryUrl, caCert)
-    fetching.inflight = inflight
-    inflight.then(
-      (provider) => {
-        fetching.provider = provider
-        fetching.fetchedAtMs = this.now()
-        fetching.inflight = undefined
-        fetching.failure = undefined
-      },
-      (error: unknown) => {
-        fetching.inflight = undefined
-        fetching.failure = { error, atMs: this.now() }
-      },
-    )
-    return inflight
+  /** Fetches made, for tests and metrics. */
+  get fetchCount(): number {
+    return this.documents.fetchCount
   }
 
-  private async discover(discoveryUrl: string, caCert: string | undefined): Promise<DiscoveredProvider> {
-    this.fetchCount += 1
-    const base = discoveryUrl.replace(/\/+$/, '')
-    const url = `${base}/.well-known/openid-configuration`
-    const { status, body } = await requestJson('OIDC discovery', url, caCert === undefined ? {} : { caCert })
-    if (status !== 200) throw new IdentityServiceError(`OIDC discovery at ${url} answered ${status}`)
-    const document = (typeof body === 'object' && body !== null ? body : {}) as { issuer?: unknown; jwks_uri?: unknown }
-    if (typeof document.issuer !== 'string' || typeof document.jwks_uri !== 'string') {
-      throw new IdentityServiceError(`the OIDC discovery document at ${url} lacks issuer or jwks_uri`)
-    }
-    // As go-oidc: a provider must name itself with the URL it was discovered at, or anyone serving the document
-    // could claim to be it.
-    if (document.issuer.replace(/\/+$/, '') !== base) {
-      throw new IdentityServiceError(`the OIDC discovery document at ${url} names issuer ${JSON.stringify(document.issuer)}, not ${JSON.stringify(discoveryUrl)}`)
-    }
-    return { issuer: document.issuer, jwksUri: document.jwks_uri }
+  provider(discoveryUrl: string, caCert: string | undefined): Promise<DiscoveredProvider> {
+    return this.documents.current(this.documents.entry(`${discoveryUrl}\u0000${caCert ?? ''}`), () => discover(discoveryUrl, caCert))
   }
+}
+
+async function discover(discoveryUrl: string, caCert: string | undefined): Promise<DiscoveredProvider> {
+  const base = discoveryUrl.replace(/\/+$/, '')
+  const url = `${base}/.well-known/openid-configuration`
+  const { status, body } = await requestJson('OIDC discovery', url, caCert === undefined ? {} : { caCert })
+  if (status !== 200) throw new IdentityServiceError(`OIDC discovery at ${url} answered ${status}`)
+  const document = (typeof body === 'object' && body !== null ? body : {}) as { issuer?: unknown; jwks_uri?: unknown }
+  if (typeof document.issuer !== 'string' || typeof document.jwks_uri !== 'string') {
+    throw new IdentityServiceError(`the OIDC discovery document at ${url} lacks issuer or jwks_uri`)
+  }
+  // As go-oidc: a provider must name itself with the URL it was discovered at, or anyone serving the document could
+  // claim to be it.
+  if (document.issuer.replace(/\/+$/, '') !== base) {
+    throw new IdentityServiceError(`the OIDC discovery document at ${url} names issuer ${JSON.stringify(document.issuer)}, not ${JSON.stringify(discoveryUrl)}`)
+  }
+  return { issuer: document.issuer, jwksUri: document.jwks_uri }
 }
