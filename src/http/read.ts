@@ -28,10 +28,11 @@ export interface ReadSpec {
   table: Table
   /** Set for reads of one record: the record key to watch while it exists or once it is known. */
   recordKey?: string
-  /** What the route resolved before the read that decides its answer and is not in the path or query: the namespace
-   * a list is confined to, say. Reads with different scopes never share a run (coalesce.ts). */
-  scope?: string
-  /** Resolves recordKey and scope after the read barrier, for routes that derive them from the caller's token. */
+  /**
+   * For routes that derive what they read from the caller's token (its namespace): runs after the read barrier and
+   * gives the record key, or for a list its scope (the namespace it is confined to). Reads with different record keys
+   * or scopes never share a run (coalesce.ts).
+   */
   prepare?: () => Promise<{ recordKey?: string; scope?: string }>
   /** Reads of one record: the error when it is missing once the query returns. */
   missing?: () => WardenError
@@ -72,9 +73,10 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
   await cluster.readBarrier(effective)
   // What the route resolves through the caller's token (its namespace) is resolved past the barrier, at the state the
   // read will see: a token created a moment ago through the leader is known here by now.
-  const spec = given.prepare === undefined ? given : { ...given, ...(await given.prepare()) }
+  const prepared = given.prepare === undefined ? {} : await given.prepare()
+  const spec = prepared.recordKey === undefined ? given : { ...given, recordKey: prepared.recordKey }
   const coalescer = coalescerOf(state)
-  const scope = [spec.recordKey ?? '', spec.scope ?? '']
+  const scope = [spec.recordKey ?? '', prepared.scope ?? '']
   // A run resolves the caller afresh, at the applied index it reads (a read joining it is keyed by that index).
   const run = (): Promise<ReadResult> =>
     coalescer.run(coalesceKey(ctx, state.lastApplied, scope), () => {

@@ -23,7 +23,7 @@ import { RaftCore, decodeConfiguration, type ConfChange, type Entry, type Messag
 import type { LevelRaftStorage } from '../raft/storage/level-storage.js'
 import { TransportError, type PeerTransport } from '../transport/index.js'
 import { COMMAND_VERSION, type ApplyResult, type Command } from '../state/commands.js'
-import { decodeEntries, encodeCommand, type StateStore } from '../state/store.js'
+import { encodeCommand, type StateStore } from '../state/store.js'
 import { IncomingState, openStateSnapshot, switchToStagedState } from '../state/snapshot.js'
 import { listRecords, memberSpec } from '../state/tables.js'
 import { makeJoinRequest, verifyJoinRequest, type JoinRequest } from '../lib/join-proof.js'
@@ -78,9 +78,6 @@ interface Waiter {
 const SNAPSHOT_CHUNK_TIMEOUT_MS = 30_000
 /** How long the leader waits for a joining server to catch up before leaving it a non-voter. */
 const PROMOTION_WAIT_MS = 120_000
-
-/** Committed entries applied in one LevelDB batch at most: bounds the memory of a catch-up's batches. */
-const APPLY_BATCH_MAX = 256
 
 /** Bound on proposals waiting for their entries to apply, and on reads waiting for their read index. */
 const WAITING_MAX = 16_384
@@ -228,7 +225,7 @@ export class RaftReplica implements Cluster {
     // 2. Send. Loss is fine: Raft retries.
     for (const message of ready.messages) this.send(message)
     // 3. Apply, in order; then wake what waited for this node to catch up (once per Ready, not per entry).
-    await this.applyEntries(ready.committedEntries)
+    await this.options.state.applyEntries(ready.committedEntries, (entry, command, result) => this.afterApply(entry, command, result))
     if (ready.committedEntries.length > 0) this.releaseApplied()
     // 4. Confirmed reads.
     for (const readState of ready.readStates) {
@@ -247,20 +244,7 @@ export class RaftReplica implements Cluster {
     if (!this.options.transport.send(message.to, message)) this.core.reportUnreachable(message.to)
   }
 
-  /**
-   * Applies committed entries in LevelDB batches of up to APPLY_BATCH_MAX (StateStore.applyBatch), then settles the
-   * proposals waiting on them. An entry this build cannot decode stops the node after the ones before it applied.
-   */
-  private async applyEntries(entries: readonly Entry[]): Promise<void> {
-    for (let start = 0; start < entries.length; start += APPLY_BATCH_MAX) {
-      const chunk = entries.slice(start, start + APPLY_BATCH_MAX)
-      const { items, undecodable } = decodeEntries(chunk)
-      const results = await this.options.state.applyBatch(items)
-      for (const [n, { command }] of items.entries()) this.afterApply(chunk[n]!, command, results[n]!)
-      if (undecodable !== undefined) throw undecodable
-    }
-  }
-
+  /** What an applied entry means beyond the state: membership, and the proposal waiting on it. */
   private afterApply(entry: Entry, command: Command, result: ApplyResult): void {
     if (command.type === 'raft.member.set' && this.dialsFromTable(command.Node)) {
       this.members.set(command.Node, command.Address)

@@ -8,10 +8,7 @@ import { InvalidInputError, WardenError } from '../lib/errors.js'
 import type { LogStore } from '../raft/storage/log-store.js'
 import type { Cluster, RaftState } from './cluster.js'
 import type { ApplyResult, Command } from '../state/commands.js'
-import { decodeEntries, encodeCommand, type StateStore } from '../state/store.js'
-
-/** Entries written and applied in one batch at most (as the Raft replica's APPLY_BATCH_MAX). */
-const BATCH_MAX = 256
+import { APPLY_BATCH_MAX, encodeCommand, type StateStore } from '../state/store.js'
 
 interface Pending {
   data: Buffer
@@ -41,12 +38,7 @@ export class SingleNodeReplica implements Cluster {
   /** Applies log entries that the state has not applied yet. */
   async recover(): Promise<void> {
     const from = this.state.lastApplied + 1
-    const entries = await this.log.entries(from, this.log.lastIndex)
-    for (let start = 0; start < entries.length; start += BATCH_MAX) {
-      const { items, undecodable } = decodeEntries(entries.slice(start, start + BATCH_MAX))
-      await this.state.applyBatch(items)
-      if (undecodable !== undefined) throw undecodable
-    }
+    await this.state.applyEntries(await this.log.entries(from, this.log.lastIndex))
   }
 
   get logIsEmpty(): boolean {
@@ -80,9 +72,9 @@ export class SingleNodeReplica implements Cluster {
 
   private async flush(): Promise<void> {
     while (this.pending.length > 0) {
-      // At most BATCH_MAX per log write and apply: an apply runs without yielding (its reads are synchronous), so a
-      // batch of every waiting proposal could hold the event loop for seconds.
-      const batch = this.pending.splice(0, BATCH_MAX)
+      // At most APPLY_BATCH_MAX per log write and apply: an apply runs without yielding (its reads are synchronous),
+      // so a batch of every waiting proposal could hold the event loop for seconds.
+      const batch = this.pending.splice(0, APPLY_BATCH_MAX)
       const first = this.log.lastIndex + 1
       try {
         await this.log.append(batch.map((item, offset) => ({ index: first + offset, term: 1, data: item.data })), { sync: true })

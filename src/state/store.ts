@@ -36,18 +36,25 @@ export function decodeCommand(bytes: Uint8Array, index: number): Command {
   return command as Command
 }
 
+/** Commands applied in one LevelDB batch at most: bounds a catch-up's memory and how long one apply holds the loop. */
+export const APPLY_BATCH_MAX = 256
+
+/** A log entry as both logs hold it; Raft's own entries (noops, configurations) carry a type other than 'command'. */
+export interface LogEntry {
+  data: Uint8Array
+  index: number
+  type?: string
+}
+
 /**
- * Decodes log entries for applyBatch up to the first one this build cannot decode: the ones before it are still
- * applied (then the node stops), nothing at or after it is.
+ * Decodes log entries up to the first one this build cannot decode: the ones before it are still applied (then the
+ * node stops), nothing at or after it is.
  */
-export function decodeEntries(entries: ReadonlyArray<{ data: Uint8Array; index: number; type?: string }>): {
-  items: Array<{ command: Command; index: number }>
-  undecodable?: unknown
-} {
+function decodeEntries(entries: readonly LogEntry[]): { items: Array<{ command: Command; index: number }>; undecodable?: unknown } {
   const items: Array<{ command: Command; index: number }> = []
   for (const entry of entries) {
     try {
-      // Raft's own entries (noops, configurations) change no record, but the applied index must advance through them.
+      // Raft's own entries change no record, but the applied index must advance through them.
       const command = entry.type === undefined || entry.type === 'command' ? decodeCommand(entry.data, entry.index) : NOOP
       items.push({ command, index: entry.index })
     } catch (error) {
@@ -173,6 +180,20 @@ export class StateStore {
       this.watches.notify(tables, records)
     }
     return results
+  }
+
+  /**
+   * Applies log entries in batches of APPLY_BATCH_MAX, calling `applied` for each in order once its batch is written.
+   * An entry this build cannot decode throws (UnknownCommandError) after the entries before it were applied.
+   */
+  async applyEntries<E extends LogEntry>(entries: readonly E[], applied?: (entry: E, command: Command, result: ApplyResult) => void): Promise<void> {
+    for (let start = 0; start < entries.length; start += APPLY_BATCH_MAX) {
+      const chunk = entries.slice(start, start + APPLY_BATCH_MAX)
+      const { items, undecodable } = decodeEntries(chunk)
+      const results = await this.applyBatch(items)
+      if (applied !== undefined) for (const [n, { command }] of items.entries()) applied(chunk[n]!, command, results[n]!)
+      if (undecodable !== undefined) throw undecodable
+    }
   }
 
   async close(): Promise<void> {
