@@ -9,10 +9,9 @@
  */
 import { rename, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Level } from 'level'
 import { decode } from './codec.js'
 import { APPLIED_KEY } from './keys.js'
-import type { StateDb } from './reader.js'
+import { openStateDb, type StateDb } from './reader.js'
 import type { StateStore } from './store.js'
 
 export const CHUNK_BYTES_MAX = 512 * 1024
@@ -65,8 +64,7 @@ export class IncomingState {
   static async create(stateDirectory: string): Promise<IncomingState> {
     const directory = stagingDirectory(stateDirectory)
     await rm(directory, { recursive: true, force: true })
-    const db: StateDb = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer' })
-    await db.open()
+    const db = await openStateDb(directory)
     return new IncomingState(directory, db)
   }
 
@@ -123,8 +121,7 @@ export async function finishStateSwitch(stateDirectory: string, raftSnapshotInde
   if (await exists(staged)) {
     const complete = await exists(join(staged, COMPLETE_MARKER))
     if (complete && raftSnapshotIndex > 0) {
-      const db: StateDb = new Level<string, Buffer>(staged, { keyEncoding: 'utf8', valueEncoding: 'buffer' })
-      await db.open()
+      const db = await openStateDb(staged)
       const applied = await db.get(APPLIED_KEY)
       await db.close()
       const stagedIndex = applied === undefined ? 0 : decode<number>(applied)

@@ -6,13 +6,12 @@
  * Concurrency: one caller applies (the replica's apply loop); any number may read at the same time, and a read sees
  * the state before or after a batch, never part of one.
  */
-import { Level } from 'level'
 import { assert } from '../lib/assert.js'
 import { decode, encode } from './codec.js'
 import { dispatch, isKnownCommandType } from './apply.js'
 import { COMMAND_VERSION, type ApplyResult, type Command } from './commands.js'
 import { APPLIED_KEY, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
-import { dbReader, type Reader, type StateDb } from './reader.js'
+import { dbReader, openStateDb, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
 import { Watches } from './watch.js'
 
@@ -97,7 +96,7 @@ export class StateStore {
   }
 
   static async open(directory: string): Promise<StateStore> {
-    const store = new StateStore(await openDb(directory), directory)
+    const store = new StateStore(await openStateDb(directory), directory)
     await store.loadIndexes()
     return store
   }
@@ -119,7 +118,7 @@ export class StateStore {
   async replace(switchDirectories: (directory: string) => Promise<void>): Promise<void> {
     await this.currentDb.close()
     await switchDirectories(this.directory)
-    this.currentDb = await openDb(this.directory)
+    this.currentDb = await openStateDb(this.directory)
     this.currentReader = dbReader(this.currentDb)
     await this.loadIndexes()
     for (const listener of this.resetListeners) listener()
@@ -201,8 +200,3 @@ export class StateStore {
   }
 }
 
-async function openDb(directory: string): Promise<StateDb> {
-  const db: StateDb = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer' })
-  await db.open()
-  return db
-}
