@@ -3,8 +3,8 @@
  * the replica at the command's index and never by a read-then-write race in the HTTP layer.
  */
 import { DEFAULT_NAMESPACE, type IdLink } from './records.js'
-import { getByUnique, getRecord, policySpec, roleSpec, type TableSpec } from './tables.js'
-import { nsKey } from './keys.js'
+import { getByUnique, policySpec, roleSpec, type TableSpec } from './tables.js'
+import { nsKey, recordKey } from './keys.js'
 import type { Reader } from './reader.js'
 import type { LinkInput } from './commands.js'
 
@@ -27,8 +27,15 @@ async function resolveLinks<R extends Named>(
   for (const [position, link] of links.entries()) {
     let record: R | undefined
     if (link.ID !== undefined && link.ID !== '') {
-      record = await getRecord(reader, spec, link.ID)
-      if (record === undefined) return { ok: false, field: `${field}[${position}].ID`, message: `no ${noun} with ID "${link.ID}"` }
+      // A record's key is its ID, so finding the key is enough: no need to decode the record (a policy's rules).
+      if ((await reader.get(recordKey(spec.table, link.ID))) === undefined) {
+        return { ok: false, field: `${field}[${position}].ID`, message: `no ${noun} with ID "${link.ID}"` }
+      }
+      if (!seen.has(link.ID)) {
+        seen.add(link.ID)
+        resolved.push({ ID: link.ID })
+      }
+      continue
     } else if (link.Name !== undefined && link.Name !== '') {
       // A name is looked up in the record's namespace first, then in the default namespace, where shared policies
       // and roles usually live.
