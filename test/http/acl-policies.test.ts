@@ -5,6 +5,7 @@
  * every error (Error, Code, Field) for bad bodies, bad UUIDs and oversized bodies, with nothing written on error.
  */
 import { expect } from 'chai'
+import { connect } from 'node:net'
 import { startAgent, type AgentProcess } from '../support/agent.js'
 import { expectError, GLOBAL_MANAGEMENT_ID, listed, ok, unique, UUID } from '../support/api.js'
 
@@ -163,6 +164,26 @@ describe('ACL policies', () => {
       const name = unique('huge')
       const response = await agent.request('PUT', '/v1/acl/policy', { body: { Name: name, Description: 'x'.repeat(1024 * 1024 + 10) } })
       expectError(response, 413, 'payload_too_large')
+      expect(await policyNames()).to.not.include(name)
+      const after = await agent.request('GET', '/v1/acl/policies')
+      expect(after.status).to.equal(200)
+    })
+
+    it('a client that hangs up halfway through a body writes nothing, and the server still answers', async () => {
+      const name = unique('halfway')
+      const [host, port] = agent.httpAddress.split(':')
+      const body = JSON.stringify({ Name: name, Description: 'x'.repeat(5_000) })
+      await new Promise<void>((resolve, reject) => {
+        const socket = connect({ host, port: Number(port) }, () => {
+          socket.write(
+            `PUT /v1/acl/policy HTTP/1.1\r\nHost: ${agent.httpAddress}\r\nX-Service-Token: ${agent.managementToken}\r\n` +
+              `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 100)}`,
+            () => setTimeout(() => socket.destroy(), 50),
+          )
+        })
+        socket.on('close', () => resolve())
+        socket.on('error', reject)
+      })
       expect(await policyNames()).to.not.include(name)
       const after = await agent.request('GET', '/v1/acl/policies')
       expect(after.status).to.equal(200)
