@@ -51,9 +51,15 @@ export class WardenCluster {
       throw error
     })
     const handle = new WardenCluster(label, cluster, root, options.profileDir, options.viaProxy === true || nodes === 1)
-    if (!handle.viaProxy) await handle.linkDirectly()
-    handle.recordProfiledPids()
-    await handle.refreshRoles()
+    try {
+      if (!handle.viaProxy) await handle.linkDirectly()
+      handle.recordProfiledPids()
+      await handle.refreshRoles()
+    } catch (error) {
+      // A node that fails its restart must not leave the others running.
+      await handle.stop().catch(() => undefined)
+      throw error
+    }
     return handle
   }
 
