@@ -34,6 +34,9 @@ export function errorMiddleware(log: Logger) {
         ctx.status = STATUS_BY_CODE[error.code]
         ctx.body = errorBody(error.code, error.message, error.field)
         if (error.code === 'outcome_unknown' || error.code === 'internal') log.warn({ err: error, path: ctx.path }, error.message)
+        // What the caller may not see (where an identity service is) but the operator needs to fix it.
+        const logDetail = (error as { logDetail?: unknown }).logDetail
+        if (typeof logDetail === 'string') log.warn({ path: ctx.path, detail: logDetail }, error.message)
         return
       }
       // Koa's own errors (a client that hung up, a malformed URL) carry an exposable status below 500.

@@ -16,11 +16,16 @@ export class InvalidBearerTokenError extends PermissionDeniedError {
 /**
  * The service that vouches for bearer tokens (a JWKS or discovery endpoint, the Kubernetes TokenReview API) could not
  * be asked or gave an answer that cannot be used. The login is refused, not failed with a 500: nothing on this server
- * is broken, and the message names the service and what went wrong.
+ * is broken, and the message names the service and what went wrong. Whoever logs in may hold no token at all, so the
+ * message leaves out where the service is (its URL, the address a connection failed on): that goes in `logDetail`,
+ * which the HTTP layer writes to the agent's log only.
  */
 export class IdentityServiceError extends PermissionDeniedError {
   override readonly name = 'IdentityServiceError'
-  constructor(readonly reason: string) {
+  constructor(
+    readonly reason: string,
+    readonly logDetail?: string,
+  ) {
     super(`Permission denied: cannot verify the bearer token: ${reason}`)
   }
 }

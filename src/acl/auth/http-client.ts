@@ -59,12 +59,12 @@ export async function requestJson(what: string, url: string, options: JsonReques
     text = await readBounded(response, bytesMax)
   } catch (error) {
     const reason = signal.aborted ? `no answer within ${timeoutMs} ms` : (error as Error).message
-    throw new IdentityServiceError(`${what} at ${url} failed: ${reason}`)
+    throw new IdentityServiceError(`${what} failed: ${signal.aborted ? reason : 'the connection failed'}`, `${what} at ${url} failed: ${reason}`)
   }
   try {
     return { status, body: JSON.parse(text) as unknown }
   } catch {
-    throw new IdentityServiceError(`${what} at ${url} answered ${status} with a body that is not JSON`)
+    throw new IdentityServiceError(`${what} answered ${status} with a body that is not JSON`, `${what} at ${url} answered ${status} with a body that is not JSON`)
   }
 }
 

@@ -156,12 +156,12 @@ export class JwksCache {
       entry.forcedRefreshAtMs = now()
       fresher = await this.documents.fetch(entry, fetchSet)
     } else {
-      throw noMatchingKey(jws, source.url, 'and the key set was refreshed too recently to fetch it again')
+      throw noMatchingKey(jws, 'and the key set was refreshed too recently to fetch it again')
     }
     try {
       return await verifyWithSet(jws, fresher, algorithms, source.url)
     } catch (error) {
-      if (error instanceof errors.JWKSNoMatchingKey) throw noMatchingKey(jws, source.url, 'even after fetching the key set again')
+      if (error instanceof errors.JWKSNoMatchingKey) throw noMatchingKey(jws, 'even after fetching the key set again')
       throw error
     }
   }
@@ -169,18 +169,19 @@ export class JwksCache {
 
 async function fetchKeySet(source: KeySetSource): Promise<LocalJWKSet> {
   const { status, body } = await requestJson('fetching the JWKS', source.url, source.caCert === undefined ? {} : { caCert: source.caCert })
-  if (status !== 200) throw new IdentityServiceError(`fetching the JWKS at ${source.url} answered ${status}`)
+  if (status !== 200) throw new IdentityServiceError(`fetching the JWKS answered ${status}`, `fetching the JWKS at ${source.url} answered ${status}`)
   try {
     return createLocalJWKSet(body as JSONWebKeySet)
   } catch (error) {
-    throw new IdentityServiceError(`the JWKS at ${source.url} is not a valid JSON Web Key Set (${(error as Error).message})`)
+    const reason = `is not a valid JSON Web Key Set (${(error as Error).message})`
+    throw new IdentityServiceError(`the JWKS ${reason}`, `the JWKS at ${source.url} ${reason}`)
   }
 }
 
-function noMatchingKey(jws: string, url: string, detail: string): InvalidBearerTokenError {
+function noMatchingKey(jws: string, detail: string): InvalidBearerTokenError {
   const header = headerOf(jws)
   return new InvalidBearerTokenError(
-    `no key in the JWKS at ${url} matches the token (kid ${JSON.stringify(header.kid ?? null)}, alg ${JSON.stringify(header.alg ?? null)}), ${detail}`,
+    `no key in the JWKS of the auth method matches the token (kid ${JSON.stringify(header.kid ?? null)}, alg ${JSON.stringify(header.alg ?? null)}), ${detail}`,
   )
 }
 
@@ -242,15 +243,16 @@ async function discover(discoveryUrl: string, caCert: string | undefined): Promi
   const base = discoveryUrl.replace(/\/+$/, '')
   const url = `${base}/.well-known/openid-configuration`
   const { status, body } = await requestJson('OIDC discovery', url, caCert === undefined ? {} : { caCert })
-  if (status !== 200) throw new IdentityServiceError(`OIDC discovery at ${url} answered ${status}`)
+  if (status !== 200) throw new IdentityServiceError(`OIDC discovery answered ${status}`, `OIDC discovery at ${url} answered ${status}`)
   const document = (typeof body === 'object' && body !== null ? body : {}) as { issuer?: unknown; jwks_uri?: unknown }
   if (typeof document.issuer !== 'string' || typeof document.jwks_uri !== 'string') {
-    throw new IdentityServiceError(`the OIDC discovery document at ${url} lacks issuer or jwks_uri`)
+    throw new IdentityServiceError('the OIDC discovery document lacks issuer or jwks_uri', `the OIDC discovery document at ${url} lacks issuer or jwks_uri`)
   }
   // As go-oidc: a provider must name itself with the URL it was discovered at, or anyone serving the document could
   // claim to be it.
   if (document.issuer.replace(/\/+$/, '') !== base) {
-    throw new IdentityServiceError(`the OIDC discovery document at ${url} names issuer ${JSON.stringify(document.issuer)}, not ${JSON.stringify(discoveryUrl)}`)
+    const reason = `names issuer ${JSON.stringify(document.issuer)}, not ${JSON.stringify(discoveryUrl)}`
+    throw new IdentityServiceError(`the OIDC discovery document ${reason}`, `the OIDC discovery document at ${url} ${reason}`)
   }
   return { issuer: document.issuer, jwksUri: document.jwks_uri }
 }
