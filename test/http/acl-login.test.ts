@@ -338,40 +338,37 @@ describe('login and logout through auth methods', function () {
       expect(response.body.Error).to.include('invalid bearer token').and.include('token has been invalidated')
     })
 
-    it('refuses the login, naming the API server\'s answer, when the reviewer credential is refused', async () => {
+    /** A login while the method's reviewer credential is one the API server refuses; the method is restored after. */
+    async function loginWithRefusedReviewer(): Promise<Awaited<ReturnType<typeof login>>> {
       await put('/v1/acl/auth-method/k8s', {
         Type: 'kubernetes',
         Config: { Host: tokenReview.url, CACert: tls.cert, ServiceAccountJWT: await jwt({ sub: 'not-the-reviewer' }) },
       })
       try {
-        const response = await login('k8s', await jwt({ sub: 'system:serviceaccount:default:api' }))
-        expect(response.status, response.text).to.equal(403)
-        expect(response.body.Error).to.include('cannot verify the bearer token').and.include('403').and.include('the reviewer is not allowed')
+        return await login('k8s', await jwt({ sub: 'system:serviceaccount:default:api' }))
       } finally {
         await put('/v1/acl/auth-method/k8s', { Type: 'kubernetes', Config: { Host: tokenReview.url, CACert: tls.cert, ServiceAccountJWT: reviewer } })
       }
+    }
+
+    it('refuses the login, naming the API server\'s answer, when the reviewer credential is refused', async () => {
+      const response = await loginWithRefusedReviewer()
+      expect(response.status, response.text).to.equal(403)
+      expect(response.body.Error).to.include('cannot verify the bearer token').and.include('403').and.include('the reviewer is not allowed')
     })
 
     it('does not tell the caller where the API server is: its address goes to the agent log only', async () => {
       expect(tokenReview.url).to.match(/127\.0\.0\.1:\d+/)
       const address = /127\.0\.0\.1:\d+/.exec(tokenReview.url)![0]
-      await put('/v1/acl/auth-method/k8s', {
-        Type: 'kubernetes',
-        Config: { Host: tokenReview.url, CACert: tls.cert, ServiceAccountJWT: await jwt({ sub: 'not-the-reviewer' }) },
-      })
-      try {
-        const response = await login('k8s', await jwt({ sub: 'system:serviceaccount:default:api' }))
-        expect(response.status, response.text).to.equal(403)
-        expect(response.body.Error).to.include('cannot verify the bearer token')
-        expect(response.text).to.not.include(address)
-        expect(response.text).to.not.include('127.0.0.1')
-        // The agent logs the address for the operator; its output reaches agent.logs a moment later.
-        const logged = (): boolean => agent.logs.some((line) => line.includes('cannot verify the bearer token') && line.includes(address))
-        for (let waited = 0; !logged() && waited < 2_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20))
-        expect(logged(), 'a log line naming the API server').to.equal(true)
-      } finally {
-        await put('/v1/acl/auth-method/k8s', { Type: 'kubernetes', Config: { Host: tokenReview.url, CACert: tls.cert, ServiceAccountJWT: reviewer } })
-      }
+      const response = await loginWithRefusedReviewer()
+      expect(response.status, response.text).to.equal(403)
+      expect(response.body.Error).to.include('cannot verify the bearer token')
+      expect(response.text).to.not.include(address)
+      expect(response.text).to.not.include('127.0.0.1')
+      // The agent logs the address for the operator; its output reaches agent.logs a moment later.
+      const logged = (): boolean => agent.logs.some((line) => line.includes('cannot verify the bearer token') && line.includes(address))
+      for (let waited = 0; !logged() && waited < 2_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(logged(), 'a log line naming the API server').to.equal(true)
     })
   })
 
