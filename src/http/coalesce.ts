@@ -43,6 +43,26 @@ export class ReadCoalescer {
     return started
   }
 
+  private turn: Promise<void> | undefined
+
+  /**
+   * Resolves in the check phase of this turn of the event loop, the same promise for every read that asks during the
+   * turn. serveRead waits on it so that the reads whose requests arrived in one poll phase run and answer together,
+   * after it, instead of each answering in the middle of parsing the next: on the benchmark's two cores, a response
+   * written between two requests woke the client, which took the CPU from the server mid-batch, and reads on the
+   * leader ran at half the rate of consistent reads, which a Ready already releases together (9,000–10,000/s against
+   * 14,000–16,600/s; 17,500–21,600/s for `?stale` with this wait). It also lets identical reads of the turn share a run.
+   */
+  nextTurn(): Promise<void> {
+    this.turn ??= new Promise((resolve) =>
+      setImmediate(() => {
+        this.turn = undefined
+        resolve()
+      }),
+    )
+    return this.turn
+  }
+
   get size(): number {
     return this.entries.size
   }

@@ -76,6 +76,7 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
   const prepared = given.prepare === undefined ? {} : await given.prepare()
   const spec = prepared.recordKey === undefined ? given : { ...given, recordKey: prepared.recordKey }
   const coalescer = coalescerOf(state)
+  await coalescer.nextTurn()
   const scope = [spec.recordKey ?? '', prepared.scope ?? '']
   // A run resolves the caller afresh, at the applied index it reads (a read joining it is keyed by that index).
   const run = (): Promise<ReadResult> =>

@@ -101,6 +101,21 @@ describe('a three-node Raft cluster of real processes', function () {
     }
   })
 
+  it('a burst of default and consistent reads on a follower, sent together, each sees a write acknowledged before it', async () => {
+    const leader = await cluster.leader()
+    const follower = cluster.node(cluster.followers(leader)[0]!)
+    for (let round = 0; round < 5; round++) {
+      const name = `burst-${round}-${Date.now()}`
+      const created = await cluster.node(leader).request('PUT', '/v1/acl/policy', { body: { Name: name } })
+      expect(created.status, created.text).to.equal(200)
+      // Sent in one go: the follower asks the leader for one read index for all of those that arrive together.
+      const reads = await Promise.all(
+        Array.from({ length: 40 }, (_, n) => follower.request('GET', `/v1/acl/policy/name/${name}${n % 2 === 0 ? '?consistent' : ''}`)),
+      )
+      for (const read of reads) expect(read.status, read.text).to.equal(200)
+    }
+  })
+
   it('serves ?max_stale from a follower in touch with the leader, and from the leader view when the bound is tighter', async () => {
     const leader = await cluster.leader()
     const follower = cluster.node(cluster.followers(leader)[0]!)

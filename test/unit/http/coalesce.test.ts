@@ -28,6 +28,22 @@ describe('read coalescing', function () {
     expect(runs).to.equal(2)
   })
 
+  it('nextTurn: every read of a turn waits for the same point after the turn\'s I/O, and the next turn gets a new one', async function () {
+    const coalescer = new ReadCoalescer()
+    const order: string[] = []
+    const first = coalescer.nextTurn()
+    const second = coalescer.nextTurn()
+    expect(first).to.equal(second)
+    const released = first.then(() => order.push('released'))
+    // Microtasks of this turn run before it: the batch is only released after what the turn already queued.
+    await Promise.resolve()
+    order.push('microtask')
+    await released
+    expect(order).to.deep.equal(['microtask', 'released'])
+    expect(coalescer.nextTurn()).to.not.equal(first)
+    await coalescer.nextTurn()
+  })
+
   it('different keys, and reads without a key, run alone', async function () {
     const coalescer = new ReadCoalescer()
     let runs = 0
