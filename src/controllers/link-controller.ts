@@ -3,9 +3,12 @@
  * records the outcome as the link's status (condition `linked`), through a proposed command like any other write.
  *
  * One check per generation of the link: the loop checks when it starts and whenever the link's data is rewritten
- * (a new generation), and stays idle on its own status writes. Nothing runs on a timer: the loop waits on the `link`
- * table's watch, and only a status write that could not be proposed is retried, after a bounded pause. `stop()`
- * aborts a check in flight (its requests and backoff sleeps) and leaves no timer behind.
+ * (a new generation), and stays idle on its own status writes. The loop waits on the `link` table's watch. Two
+ * things come back on a timer: a status write that could not be proposed, after a bounded pause; and a check that
+ * ended FAILED (the management plane could not be reached or answered 5xx, all its retries spent), which may be
+ * passing, so the same generation is checked again after `recheckBaseMs`, doubling up to `recheckMaxMs`, until it
+ * succeeds or is refused (UNAUTHORIZED and FORBIDDEN need new credentials: a new generation). `stop()` aborts a
+ * check in flight (its requests and backoff sleeps) and leaves no timer behind.
  *
  * With a management-plane URL, a check is two requests, each with a timeout and bounded retries with exponential
  * backoff (on network errors, timeouts, 429 and 5xx):
@@ -63,9 +66,22 @@ export interface CheckSettings {
   attemptsMax: number
   /** The pause after the first failed attempt; doubled after each further one. */
   backoffBaseMs: number
+  /** After a check ended FAILED, the pause before checking the same generation again; doubled after each further one. */
+  recheckBaseMs: number
+  /** The longest pause between re-checks of a failing link. */
+  recheckMaxMs: number
 }
 
-export const DEFAULT_CHECK_SETTINGS: CheckSettings = { requestTimeoutMs: 5_000, attemptsMax: 3, backoffBaseMs: 200 }
+/** What one check needs: the loop's re-check pauses are not its concern. */
+export type RequestSettings = Omit<CheckSettings, 'recheckBaseMs' | 'recheckMaxMs'>
+
+export const DEFAULT_CHECK_SETTINGS: CheckSettings = {
+  requestTimeoutMs: 5_000,
+  attemptsMax: 3,
+  backoffBaseMs: 200,
+  recheckBaseMs: 30_000,
+  recheckMaxMs: 5 * 60_000,
+}
 
 /** Bound on a management-plane answer that is read; a larger one is a failure, not a memory cost. */
 const RESPONSE_BYTES_MAX = 64 * 1024
@@ -147,6 +163,8 @@ export class LinkController {
   private wake: (() => void) | undefined
   /** The generation whose status this controller recorded; undefined until the first check of this process. */
   private checkedGeneration: string | undefined
+  /** Re-checks of checkedGeneration in a row that ended FAILED (0 when its last check did not fail). */
+  private failedChecks = 0
 
   constructor(private readonly options: LinkControllerOptions) {
     this.settings = { ...DEFAULT_CHECK_SETTINGS, ...options.check }
@@ -173,32 +191,39 @@ export class LinkController {
         this.wake = resolve
         unsubscribe = this.options.state.watches.subscribe('link', undefined, resolve)
       })
-      let retry = false
+      let outcome: 'idle' | 'retry' | 'recheck' = 'idle'
       try {
-        retry = (await this.reconcile()) === 'retry'
+        outcome = await this.reconcile()
       } catch (error) {
         // A failure here (the state closing under a stop, a proposal refused) leaves the link as it was; the next
         // change, or the bounded retry below, tries again.
         if (!signal.aborted) this.options.log.warn({ err: error }, 'link reconcile failed')
-        retry = !signal.aborted
+        outcome = signal.aborted ? 'idle' : 'retry'
       }
-      retries = retry ? retries + 1 : 0
-      if (retry && retries <= PROPOSE_RETRIES_MAX) await Promise.race([changed, sleep(PROPOSE_RETRY_MS, signal)])
-      else await changed
+      retries = outcome === 'retry' ? retries + 1 : 0
+      if (outcome === 'retry' && retries <= PROPOSE_RETRIES_MAX) await Promise.race([changed, sleep(PROPOSE_RETRY_MS, signal)])
+      else if (outcome === 'recheck') {
+        const { recheckBaseMs, recheckMaxMs } = this.settings
+        const pauseMs = Math.min(recheckMaxMs, recheckBaseMs * 2 ** Math.min(this.failedChecks - 1, 20))
+        const timedOut = await Promise.race([changed.then(() => false), sleep(pauseMs, signal).then(() => true)])
+        // Checked again below although the generation is the one already recorded.
+        if (timedOut && !signal.aborted) this.checkedGeneration = undefined
+      } else await changed
       unsubscribe()
     }
   }
 
-  private async reconcile(): Promise<'idle' | 'retry'> {
+  private async reconcile(): Promise<'idle' | 'retry' | 'recheck'> {
     const { state, cluster, log, now } = this.options
     // Leader-only: on a follower the leader's controller records the status (a single node always leads).
     if (!cluster.isLeader()) return 'idle'
     const link = await getRecord(state.reader, linkSpec, LINK_NAME)
     if (link === undefined) {
       this.checkedGeneration = undefined
+      this.failedChecks = 0
       return 'idle'
     }
-    if (link.generation === this.checkedGeneration) return 'idle'
+    if (link.generation === this.checkedGeneration) return this.failedChecks > 0 ? 'recheck' : 'idle'
     const outcome = await checkLink(link, this.settings, this.abort.signal)
     if (this.abort.signal.aborted) return 'idle'
     const status: LinkStatusWrite = {
@@ -213,14 +238,16 @@ export class LinkController {
       log.warn({ error: result.error.message }, 'link status not recorded')
       return 'retry'
     }
+    // Failures of the same generation in a row set the re-check pause; another generation starts again from the base.
+    this.failedChecks = outcome.reason !== 'FAILED' ? 0 : link.generation === this.checkedGeneration || this.checkedGeneration === undefined ? this.failedChecks + 1 : 1
     this.checkedGeneration = link.generation
     log.info({ resourceId: link.data.resourceId, generation: link.generation, reason: outcome.reason, recorded: result.value }, 'link checked')
-    return 'idle'
+    return this.failedChecks > 0 ? 'recheck' : 'idle'
   }
 }
 
 /** Checks one link; never throws for what the management plane answers (only when `signal` aborts). */
-export async function checkLink(link: CloudLink, settings: CheckSettings, signal: AbortSignal): Promise<LinkOutcome> {
+export async function checkLink(link: CloudLink, settings: RequestSettings, signal: AbortSignal): Promise<LinkOutcome> {
   const parsed = parseResourceId(link.data.resourceId)
   if (!parsed.ok) return failed(`the resource ID is invalid: ${parsed.message}`)
   if (settings.managementPlaneUrl === undefined) return linked(link, ACCESS_LEVEL_GLOBAL_READ_WRITE, portalClusterUrl(parsed.id))
@@ -285,7 +312,7 @@ function jsonField(text: string, field: string): string | undefined {
 type Answer = { status: number; text: string } | { error: string }
 
 /** One call with a timeout per attempt and bounded retries with exponential backoff on transient failures. */
-async function request(url: string, init: RequestInit, settings: CheckSettings, signal: AbortSignal): Promise<Answer> {
+async function request(url: string, init: RequestInit, settings: RequestSettings, signal: AbortSignal): Promise<Answer> {
   let problem = 'was not attempted'
   for (let attempt = 1; attempt <= settings.attemptsMax; attempt += 1) {
     if (attempt > 1) await sleep(settings.backoffBaseMs * 2 ** (attempt - 2), signal)

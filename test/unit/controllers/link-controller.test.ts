@@ -148,6 +148,96 @@ describe('link controller', () => {
       expect(node.state.watches.size).to.equal(0)
     })
 
+    /** A management plane whose token endpoint answers `status` while `failing()` and a working pair otherwise. */
+    async function flakyPlane(failing: () => number | undefined): Promise<{ url: string; tokenRequests: () => number; close: () => Promise<void> }> {
+      let tokenRequests = 0
+      const server: Server = createServer((request, response) => {
+        if (request.url === '/oauth2/token') {
+          tokenRequests += 1
+          const status = failing()
+          if (status !== undefined) return response.writeHead(status).end('{}')
+          return response.writeHead(200, { 'Content-Type': 'application/json' }).end('{"access_token":"t"}')
+        }
+        response.writeHead(200, { 'Content-Type': 'application/json' }).end('{"accessLevel":"ACCESS_LEVEL_GLOBAL_READ_WRITE","clusterUrl":"https://c"}')
+      })
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      const { port } = server.address() as AddressInfo
+      return {
+        url: `http://127.0.0.1:${port}`,
+        tokenRequests: () => tokenRequests,
+        close: () =>
+          new Promise<void>((resolve) => {
+            server.closeAllConnections()
+            server.close(() => resolve())
+          }),
+      }
+    }
+
+    async function conditionOf(reason: string): Promise<CloudLink> {
+      const deadline = Date.now() + 3_000
+      for (;;) {
+        const stored = await getRecord(node.state.reader, linkSpec, LINK_NAME)
+        if (stored?.status?.conditions[0]?.reason === reason) return stored
+        if (Date.now() > deadline) throw new Error(`no status with reason ${reason}; last ${JSON.stringify(stored?.status)}`)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+
+    it('checks a FAILED link again after a pause, without a new generation, until it links', async () => {
+      let down = true
+      const plane = await flakyPlane(() => (down ? 503 : undefined))
+      const controller = new LinkController({
+        state: node.state,
+        cluster: node.replica,
+        log: pino({ level: 'silent' }),
+        now: Date.now,
+        check: { managementPlaneUrl: plane.url, attemptsMax: 1, backoffBaseMs: 10, recheckBaseMs: 100, recheckMaxMs: 200 },
+      })
+      try {
+        await write('g-flaky')
+        controller.start()
+        const failed = await conditionOf('FAILED')
+        expect(failed.status?.observedGeneration).to.equal('g-flaky')
+        // Still failing: checked again by the timer alone.
+        const deadline = Date.now() + 3_000
+        while (plane.tokenRequests() < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+        expect(plane.tokenRequests()).to.be.at.least(3)
+        down = false
+        const linked = await conditionOf('SUCCESS')
+        expect(linked.status?.observedGeneration).to.equal('g-flaky')
+        // Linked: no more checks until the link changes.
+        const settled = plane.tokenRequests()
+        await new Promise((resolve) => setTimeout(resolve, 400))
+        expect(plane.tokenRequests()).to.equal(settled)
+      } finally {
+        await controller.stop()
+        await plane.close()
+      }
+      expect(node.state.watches.size).to.equal(0)
+    })
+
+    it('does not check a refused link (401) again on a timer: new credentials make a new generation', async () => {
+      const plane = await flakyPlane(() => 401)
+      const controller = new LinkController({
+        state: node.state,
+        cluster: node.replica,
+        log: pino({ level: 'silent' }),
+        now: Date.now,
+        check: { managementPlaneUrl: plane.url, attemptsMax: 1, recheckBaseMs: 50, recheckMaxMs: 50 },
+      })
+      try {
+        await write('g-refused')
+        controller.start()
+        await conditionOf('UNAUTHORIZED')
+        const settled = plane.tokenRequests()
+        await new Promise((resolve) => setTimeout(resolve, 300))
+        expect(plane.tokenRequests()).to.equal(settled)
+      } finally {
+        await controller.stop()
+        await plane.close()
+      }
+    })
+
     it('stops at once in the middle of a check, recording nothing', async () => {
       const server = await silentServer()
       try {
