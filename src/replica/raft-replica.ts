@@ -514,6 +514,8 @@ export class RaftReplica implements Cluster {
   }
 
   private readIndexNow(): Promise<void> {
+    // The node may have stopped since the batch's reads arrived: no waiter (nor its timer) is left behind then.
+    if (this.stopped || this.failed) return Promise.reject(new WardenError('no_leader', 'this node is shutting down; retry on another node'))
     if (this.reads.size >= WAITING_MAX) return Promise.reject(new WardenError('rate_limited', 'too many reads are waiting; retry later'))
     const context = randomUUID()
     const started = this.core.readIndex(context)
