@@ -11,6 +11,8 @@ export function readBody(ctx: Context, limit = BODY_BYTES_MAX): Promise<Buffer> 
   const declared = Number(ctx.get('content-length') || '0')
   if (declared > limit) return Promise.reject(tooLarge(limit))
   const request = ctx.req
+  // A request destroyed (the client hung up) or read before this call would never emit another event.
+  if (request.destroyed || request.readableEnded) return Promise.reject(endedEarly())
   // Listeners rather than an async iterator: this runs on every write, and the iterator's machinery cost several
   // times the read itself for the small bodies writes have.
   return new Promise<Buffer>((resolve, reject) => {
@@ -38,20 +40,21 @@ export function readBody(ctx: Context, limit = BODY_BYTES_MAX): Promise<Buffer> 
       cleanup()
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size))
     }
-    const onError = (error: Error): void => {
+    // The client went away before the body ended: an 'aborted' error, or a close without one.
+    const onError = (): void => {
       cleanup()
-      reject(error)
+      reject(endedEarly())
     }
-    // The client went away before the body ended.
-    const onClose = (): void => {
-      cleanup()
-      reject(new InvalidInputError('body', 'ended early: the connection closed before the whole body arrived'))
-    }
+    const onClose = onError
     request.on('data', onData)
     request.once('end', onEnd)
     request.once('error', onError)
     request.once('close', onClose)
   })
+}
+
+function endedEarly(): WardenError {
+  return new InvalidInputError('body', 'ended early: the connection closed before the whole body arrived')
 }
 
 function tooLarge(limit: number): WardenError {

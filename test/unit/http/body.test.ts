@@ -1,0 +1,75 @@
+/**
+ * readBody (src/http/body.ts) against real streams: it must settle in every case, since a handler waiting on a body
+ * that never comes would hang for good. A request destroyed or already read before the call, one that errors or
+ * closes midway, and one over the limit are each refused with the one error shape; a whole body arrives whole.
+ */
+import { expect } from 'chai'
+import { PassThrough } from 'node:stream'
+import type { Context } from 'koa'
+import { readBody } from '../../../src/http/body.js'
+import { WardenError } from '../../../src/lib/errors.js'
+
+function contextOf(request: PassThrough, headers: Record<string, string> = {}): { ctx: Context; set: Record<string, string> } {
+  const set: Record<string, string> = {}
+  const ctx = { req: request, get: (name: string) => headers[name.toLowerCase()] ?? '', set: (name: string, value: string) => (set[name] = value) }
+  return { ctx: ctx as unknown as Context, set }
+}
+
+async function refusal(promise: Promise<unknown>): Promise<WardenError> {
+  const outcome = await promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  )
+  expect(outcome).to.be.instanceOf(WardenError)
+  return outcome as WardenError
+}
+
+describe('readBody', () => {
+  it('returns the whole body, however it was split', async () => {
+    const request = new PassThrough()
+    const reading = readBody(contextOf(request).ctx)
+    request.write('{"Na')
+    request.end('me":"x"}')
+    expect((await reading).toString()).to.equal('{"Name":"x"}')
+  })
+
+  it('refuses at once a request destroyed before the call (the client hung up while the caller was checked)', async () => {
+    const request = new PassThrough()
+    request.destroy()
+    const error = await refusal(readBody(contextOf(request).ctx))
+    expect(error.code).to.equal('invalid_input')
+    expect(error.field).to.equal('body')
+  })
+
+  it('refuses at once a request whose body was already read', async () => {
+    const request = new PassThrough()
+    const first = readBody(contextOf(request).ctx)
+    request.end('{}')
+    await first
+    const error = await refusal(readBody(contextOf(request).ctx))
+    expect(error.field).to.equal('body')
+  })
+
+  it('refuses a body that ends in an error (the client aborted) as ended early', async () => {
+    const request = new PassThrough()
+    const reading = readBody(contextOf(request).ctx)
+    request.write('{"Name":')
+    request.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }))
+    const error = await refusal(reading)
+    expect(error.code).to.equal('invalid_input')
+    expect(error.message).to.include('ended early')
+  })
+
+  it('refuses a body over the limit, declared or sent, and asks for the connection to close', async () => {
+    const declared = await refusal(readBody(contextOf(new PassThrough(), { 'content-length': '11' }).ctx, 10))
+    expect(declared.code).to.equal('payload_too_large')
+    const request = new PassThrough()
+    const { ctx, set } = contextOf(request)
+    const reading = readBody(ctx, 10)
+    request.write('0123456789ab')
+    const sent = await refusal(reading)
+    expect(sent.code).to.equal('payload_too_large')
+    expect(set.Connection).to.equal('close')
+    request.destroy()
+  })
+})
