@@ -142,7 +142,7 @@ export class JwksCache {
     const fetchSet = (): Promise<LocalJWKSet> => fetchKeySet(source)
     const tried = await this.documents.current(entry, fetchSet)
     try {
-      return await verifyWithSet(jws, tried, algorithms, source.url)
+      return await verifyWithSet(jws, tried, algorithms)
     } catch (error) {
       if (!(error instanceof errors.JWKSNoMatchingKey)) throw error
     }
@@ -159,7 +159,7 @@ export class JwksCache {
       throw noMatchingKey(jws, 'and the key set was refreshed too recently to fetch it again')
     }
     try {
-      return await verifyWithSet(jws, fresher, algorithms, source.url)
+      return await verifyWithSet(jws, fresher, algorithms)
     } catch (error) {
       if (error instanceof errors.JWKSNoMatchingKey) throw noMatchingKey(jws, 'even after fetching the key set again')
       throw error
@@ -197,7 +197,7 @@ function headerOf(jws: string): { kid?: unknown; alg?: unknown } {
  * One verification against a set. When several keys match the token's kid and alg, each is tried (jose leaves that
  * to the caller). Signature failures become InvalidBearerTokenError; JWKSNoMatchingKey is passed up for the refresh.
  */
-async function verifyWithSet(jws: string, set: LocalJWKSet, algorithms: JWSAlgorithm[], url: string): Promise<Uint8Array> {
+async function verifyWithSet(jws: string, set: LocalJWKSet, algorithms: JWSAlgorithm[]): Promise<Uint8Array> {
   try {
     return (await compactVerify(jws, set, { algorithms })).payload
   } catch (error) {
@@ -212,7 +212,7 @@ async function verifyWithSet(jws: string, set: LocalJWKSet, algorithms: JWSAlgor
       }
     }
     const kid = headerOf(jws).kid
-    throw new InvalidBearerTokenError(`the signature does not verify with the key ${JSON.stringify(kid ?? null)} of the JWKS at ${url}`)
+    throw new InvalidBearerTokenError(`the signature does not verify with the key ${JSON.stringify(kid ?? null)} of the auth method's JWKS`)
   }
 }
 
@@ -251,8 +251,10 @@ async function discover(discoveryUrl: string, caCert: string | undefined): Promi
   // As go-oidc: a provider must name itself with the URL it was discovered at, or anyone serving the document could
   // claim to be it.
   if (document.issuer.replace(/\/+$/, '') !== base) {
-    const reason = `names issuer ${JSON.stringify(document.issuer)}, not ${JSON.stringify(discoveryUrl)}`
-    throw new IdentityServiceError(`the OIDC discovery document ${reason}`, `the OIDC discovery document at ${url} ${reason}`)
+    throw new IdentityServiceError(
+      'the OIDC discovery document names an issuer other than the URL it was discovered at',
+      `the OIDC discovery document at ${url} names issuer ${JSON.stringify(document.issuer)}, not ${JSON.stringify(discoveryUrl)}`,
+    )
   }
   return { issuer: document.issuer, jwksUri: document.jwks_uri }
 }

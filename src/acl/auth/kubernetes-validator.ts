@@ -40,7 +40,8 @@ export async function validateKubernetes(config: KubernetesConfig, bearerToken: 
   })
   if (status !== 200 && status !== 201) {
     const message = typeof body === 'object' && body !== null && typeof (body as { message?: unknown }).message === 'string' ? `: ${(body as { message: string }).message}` : ''
-    throw new IdentityServiceError(`the Kubernetes TokenReview request answered ${status}${message}`, `the Kubernetes TokenReview request at ${url} answered ${status}${message}`)
+    // The API server's message names the reviewer's service account: the operator's log gets it, the caller does not.
+    throw new IdentityServiceError(`the Kubernetes TokenReview request answered ${status}`, `the Kubernetes TokenReview request at ${url} answered ${status}${message}`)
   }
   const review = (typeof body === 'object' && body !== null ? (body as { status?: TokenReviewStatus }).status : undefined) ?? {}
   if (typeof review.error === 'string' && review.error !== '') throw new InvalidBearerTokenError(`the Kubernetes TokenReview refused it: ${review.error}`)
