@@ -5,9 +5,10 @@
  * One check per generation of the link: the loop checks when it starts and whenever the link's data is rewritten
  * (a new generation), and stays idle on its own status writes. The loop waits on the `link` table's watch. Two
  * things come back on a timer: a status write that could not be proposed, after a bounded pause; and a check that
- * ended FAILED (the management plane could not be reached or answered 5xx, all its retries spent), which may be
- * passing, so the same generation is checked again after `recheckBaseMs`, doubling up to `recheckMaxMs`, until it
- * succeeds or is refused (UNAUTHORIZED and FORBIDDEN need new credentials: a new generation). `stop()` aborts a
+ * ended FAILED because the management plane could not be reached or answered 429/5xx (all its retries spent), which
+ * may pass by itself, so the same generation is checked again after `recheckBaseMs`, doubling up to `recheckMaxMs`,
+ * until its outcome is anything else. A definite answer (UNAUTHORIZED, FORBIDDEN, another 4xx, a 200 without the
+ * expected fields, an invalid resource ID) waits for a new generation. `stop()` aborts a
  * check in flight (its requests and backoff sleeps) and leaves no timer behind.
  *
  * With a management-plane URL, a check is two requests, each with a timeout and bounded retries with exponential
@@ -55,6 +56,8 @@ export interface LinkOutcome {
   message: string
   accessLevel?: string
   cloudClusterUrl?: string
+  /** A FAILED that may pass by itself (no answer, or 429/5xx after the retries): worth checking again later. */
+  transient?: boolean
 }
 
 export interface CheckSettings {
@@ -205,7 +208,13 @@ export class LinkController {
       else if (outcome === 'recheck') {
         const { recheckBaseMs, recheckMaxMs } = this.settings
         const pauseMs = Math.min(recheckMaxMs, recheckBaseMs * 2 ** Math.min(this.failedChecks - 1, 20))
-        const timedOut = await Promise.race([changed.then(() => false), sleep(pauseMs, signal).then(() => true)])
+        // Its own abort, so that a pause cut short by a change does not leave its timer running.
+        const pause = new AbortController()
+        const onStop = (): void => pause.abort()
+        signal.addEventListener('abort', onStop, { once: true })
+        const timedOut = await Promise.race([changed.then(() => false), sleep(pauseMs, pause.signal).then(() => !pause.signal.aborted)])
+        pause.abort()
+        signal.removeEventListener('abort', onStop)
         // Checked again below although the generation is the one already recorded.
         if (timedOut && !signal.aborted) this.checkedGeneration = undefined
       } else await changed
@@ -239,7 +248,7 @@ export class LinkController {
       return 'retry'
     }
     // Failures of the same generation in a row set the re-check pause; another generation starts again from the base.
-    this.failedChecks = outcome.reason !== 'FAILED' ? 0 : link.generation === this.checkedGeneration || this.checkedGeneration === undefined ? this.failedChecks + 1 : 1
+    this.failedChecks = outcome.transient !== true ? 0 : link.generation === this.checkedGeneration || this.checkedGeneration === undefined ? this.failedChecks + 1 : 1
     this.checkedGeneration = link.generation
     log.info({ resourceId: link.data.resourceId, generation: link.generation, reason: outcome.reason, recorded: result.value }, 'link checked')
     return this.failedChecks > 0 ? 'recheck' : 'idle'
@@ -264,7 +273,7 @@ export async function checkLink(link: CloudLink, settings: RequestSettings, sign
     settings,
     signal,
   )
-  if ('error' in token) return failed(`${tokenCall} ${token.error}`)
+  if ('error' in token) return failed(`${tokenCall} ${token.error}`, true)
   if (token.status !== 200) return refused(tokenCall, token.status)
   const accessToken = jsonField(token.text, 'access_token')
   if (accessToken === undefined) return failed(`${tokenCall} answered 200 without a string access_token`)
@@ -272,7 +281,7 @@ export async function checkLink(link: CloudLink, settings: RequestSettings, sign
   const path = `/clusters/${link.data.resourceId.split('/').map(encodeURIComponent).join('/')}`
   const clusterCall = `GET ${path}`
   const cluster = await request(`${base}${path}`, { method: 'GET', headers: { Authorization: `Bearer ${accessToken}`, Accept: 'application/json' } }, settings, signal)
-  if ('error' in cluster) return failed(`${clusterCall} ${cluster.error}`)
+  if ('error' in cluster) return failed(`${clusterCall} ${cluster.error}`, true)
   if (cluster.status !== 200) return refused(clusterCall, cluster.status)
   const accessLevel = jsonField(cluster.text, 'accessLevel')
   const clusterUrl = jsonField(cluster.text, 'clusterUrl')
@@ -284,8 +293,8 @@ function linked(link: CloudLink, accessLevel: string, cloudClusterUrl: string): 
   return { state: 'STATE_TRUE', reason: 'SUCCESS', message: `Successfully linked to cluster '${link.data.resourceId}'`, accessLevel, cloudClusterUrl }
 }
 
-function failed(detail: string): LinkOutcome {
-  return { state: 'STATE_FALSE', reason: 'FAILED', message: `Failed to link to the cloud management platform: ${detail}` }
+function failed(detail: string, transient = false): LinkOutcome {
+  return { state: 'STATE_FALSE', reason: 'FAILED', message: `Failed to link to the cloud management platform: ${detail}`, ...(transient ? { transient } : {}) }
 }
 
 /** A definite answer other than 200: 401 means bad credentials, 403 and 404 a resource ID they may not use. */

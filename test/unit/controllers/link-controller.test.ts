@@ -216,27 +216,33 @@ describe('link controller', () => {
       expect(node.state.watches.size).to.equal(0)
     })
 
-    it('does not check a refused link (401) again on a timer: new credentials make a new generation', async () => {
-      const plane = await flakyPlane(() => 401)
-      const controller = new LinkController({
-        state: node.state,
-        cluster: node.replica,
-        log: pino({ level: 'silent' }),
-        now: Date.now,
-        check: { managementPlaneUrl: plane.url, attemptsMax: 1, recheckBaseMs: 50, recheckMaxMs: 50 },
+    for (const [status, reason] of [
+      [401, 'UNAUTHORIZED'],
+      [400, 'FAILED'],
+    ] as const) {
+      it(`does not check a link refused with ${status} (${reason}) again on a timer: only a new generation can change it`, async () => {
+        const plane = await flakyPlane(() => status)
+        const controller = new LinkController({
+          state: node.state,
+          cluster: node.replica,
+          log: pino({ level: 'silent' }),
+          now: Date.now,
+          check: { managementPlaneUrl: plane.url, attemptsMax: 1, recheckBaseMs: 50, recheckMaxMs: 50 },
+        })
+        try {
+          await write(`g-refused-${status}`)
+          controller.start()
+          const refused = await conditionOf(reason)
+          expect(refused.status?.observedGeneration).to.equal(`g-refused-${status}`)
+          const settled = plane.tokenRequests()
+          await new Promise((resolve) => setTimeout(resolve, 300))
+          expect(plane.tokenRequests()).to.equal(settled)
+        } finally {
+          await controller.stop()
+          await plane.close()
+        }
       })
-      try {
-        await write('g-refused')
-        controller.start()
-        await conditionOf('UNAUTHORIZED')
-        const settled = plane.tokenRequests()
-        await new Promise((resolve) => setTimeout(resolve, 300))
-        expect(plane.tokenRequests()).to.equal(settled)
-      } finally {
-        await controller.stop()
-        await plane.close()
-      }
-    })
+    }
 
     it('stops at once in the middle of a check, recording nothing', async () => {
       const server = await silentServer()
