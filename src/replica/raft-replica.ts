@@ -99,7 +99,7 @@ export class RaftReplica implements Cluster {
   private readonly proposals = new Map<number, ProposalWaiter>()
   private readonly reads = new Map<string, Waiter & { index?: number }>()
   /** The read index the reads of this turn of the event loop will share (see readIndex). */
-  private readBatch: Promise<void> | undefined
+  private readBatch: Promise<'confirmed' | 'no_leader'> | undefined
   /** Waiters for this node's applied index, keyed by the index they wait for. */
   private readonly appliedWaiters: Array<{ index: number } & Waiter> = []
   private readonly leaderWaiters = new Set<Waiter>()
@@ -491,7 +491,14 @@ export class RaftReplica implements Cluster {
         const index = this.core.leaseRead()
         if (index !== null) return this.afterApplied(index)
       }
-      if (this.leaderId !== null) return this.readIndex()
+      if (this.leaderId !== null) {
+        if ((await this.readIndex()) === 'confirmed') return
+        // The core knew no leader when the batch asked (this node's view of the leader lags the core's by a Ready):
+        // wait for one, as a read that found none at first does, and ask again.
+        if (Date.now() >= deadline) throw new WardenError('no_leader', 'no leader could confirm the read in time; retry')
+        await (this.leaderId === null ? this.waitForLeader(deadline) : new Promise((resolve) => setTimeout(resolve, 10)))
+        continue
+      }
       await this.waitForLeader(deadline)
     }
   }
@@ -503,8 +510,8 @@ export class RaftReplica implements Cluster {
    * would not be safe: a write acknowledged after the request reached the leader but before a later read arrived
    * could be missing from that read. Batching spares the leader a message and a confirmation per read.
    */
-  private readIndex(): Promise<void> {
-    this.readBatch ??= new Promise<void>((resolve, reject) =>
+  private readIndex(): Promise<'confirmed' | 'no_leader'> {
+    this.readBatch ??= new Promise<'confirmed' | 'no_leader'>((resolve, reject) =>
       setImmediate(() => {
         this.readBatch = undefined
         this.readIndexNow().then(resolve, reject)
@@ -513,15 +520,18 @@ export class RaftReplica implements Cluster {
     return this.readBatch
   }
 
-  private readIndexNow(): Promise<void> {
+  private readIndexNow(): Promise<'confirmed' | 'no_leader'> {
     // The node may have stopped since the batch's reads arrived: no waiter (nor its timer) is left behind then.
     if (this.stopped || this.failed) return Promise.reject(new WardenError('no_leader', 'this node is shutting down; retry on another node'))
     if (this.reads.size >= WAITING_MAX) return Promise.reject(new WardenError('rate_limited', 'too many reads are waiting; retry later'))
     const context = randomUUID()
     const started = this.core.readIndex(context)
-    if (!started.ok) return Promise.reject(new WardenError('no_leader', `cannot confirm a read now: ${started.message}`))
+    if (!started.ok) {
+      if (started.error === 'not_leader') return Promise.resolve('no_leader')
+      return Promise.reject(new WardenError('no_leader', `cannot confirm a read now: ${started.message}`))
+    }
     this.kick()
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<'confirmed' | 'no_leader'>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.reads.delete(context)
         reject(new WardenError('no_leader', 'the leader did not confirm the read in time; retry'))
@@ -529,7 +539,7 @@ export class RaftReplica implements Cluster {
       this.reads.set(context, {
         resolve: () => {
           clearTimeout(timer)
-          resolve()
+          resolve('confirmed')
         },
         reject: (error) => {
           clearTimeout(timer)
