@@ -28,6 +28,14 @@ function link(): CloudLink {
   }
 }
 
+/** Closes a test server, dropping the connections it holds. */
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.closeAllConnections()
+    server.close(() => resolve())
+  })
+}
+
 /** A server that accepts requests and never answers them; closing it drops the connections. */
 async function silentServer(): Promise<{ url: string; requests: () => number; close: () => Promise<void> }> {
   let count = 0
@@ -39,11 +47,7 @@ async function silentServer(): Promise<{ url: string; requests: () => number; cl
   return {
     url: `http://127.0.0.1:${port}`,
     requests: () => count,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close: () => closeServer(server),
   }
 }
 
@@ -165,11 +169,7 @@ describe('link controller', () => {
       return {
         url: `http://127.0.0.1:${port}`,
         tokenRequests: () => tokenRequests,
-        close: () =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections()
-            server.close(() => resolve())
-          }),
+        close: () => closeServer(server),
       }
     }
 
