@@ -28,12 +28,16 @@ function link(): CloudLink {
   }
 }
 
-/** Closes a test server, dropping the connections it holds. */
-function closeServer(server: Server): Promise<void> {
-  return new Promise<void>((resolve) => {
-    server.closeAllConnections()
-    server.close(() => resolve())
-  })
+/** Starts a test server on a free loopback port; `close` drops the connections it holds. */
+async function listenOnLoopback(server: Server): Promise<{ url: string; close: () => Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  const close = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections()
+      server.close(() => resolve())
+    })
+  return { url: `http://127.0.0.1:${port}`, close }
 }
 
 /** A server that accepts requests and never answers them; closing it drops the connections. */
@@ -42,13 +46,7 @@ async function silentServer(): Promise<{ url: string; requests: () => number; cl
   const server: Server = createServer(() => {
     count += 1
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests: () => count,
-    close: () => closeServer(server),
-  }
+  return { ...(await listenOnLoopback(server)), requests: () => count }
 }
 
 describe('link controller', () => {
@@ -164,13 +162,7 @@ describe('link controller', () => {
         }
         response.writeHead(200, { 'Content-Type': 'application/json' }).end('{"accessLevel":"ACCESS_LEVEL_GLOBAL_READ_WRITE","clusterUrl":"https://c"}')
       })
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-      const { port } = server.address() as AddressInfo
-      return {
-        url: `http://127.0.0.1:${port}`,
-        tokenRequests: () => tokenRequests,
-        close: () => closeServer(server),
-      }
+      return { ...(await listenOnLoopback(server)), tokenRequests: () => tokenRequests }
     }
 
     async function conditionOf(reason: string): Promise<CloudLink> {
