@@ -165,6 +165,13 @@ describe('link controller', () => {
       return { ...(await listenOnLoopback(server)), tokenRequests: () => tokenRequests }
     }
 
+    /** No token request reaches the plane for `ms`. */
+    async function expectNoFurtherChecks(plane: { tokenRequests: () => number }, ms: number): Promise<void> {
+      const settled = plane.tokenRequests()
+      await new Promise((resolve) => setTimeout(resolve, ms))
+      expect(plane.tokenRequests()).to.equal(settled)
+    }
+
     async function conditionOf(reason: string): Promise<CloudLink> {
       const deadline = Date.now() + 3_000
       for (;;) {
@@ -198,9 +205,7 @@ describe('link controller', () => {
         const linked = await conditionOf('SUCCESS')
         expect(linked.status?.observedGeneration).to.equal('g-flaky')
         // Linked: no more checks until the link changes.
-        const settled = plane.tokenRequests()
-        await new Promise((resolve) => setTimeout(resolve, 400))
-        expect(plane.tokenRequests()).to.equal(settled)
+        await expectNoFurtherChecks(plane, 400)
       } finally {
         await controller.stop()
         await plane.close()
@@ -226,9 +231,7 @@ describe('link controller', () => {
           controller.start()
           const refused = await conditionOf(reason)
           expect(refused.status?.observedGeneration).to.equal(`g-refused-${status}`)
-          const settled = plane.tokenRequests()
-          await new Promise((resolve) => setTimeout(resolve, 300))
-          expect(plane.tokenRequests()).to.equal(settled)
+          await expectNoFurtherChecks(plane, 300)
         } finally {
           await controller.stop()
           await plane.close()
