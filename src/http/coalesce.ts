@@ -23,6 +23,7 @@ const MAX_ENTRIES = 1024
 export class ReadCoalescer {
   private entries = new Map<string, Promise<ReadResult>>()
   private clearScheduled = false
+  private turn: Promise<void> | undefined
 
   /** Runs `run`, or joins a run of the same read in this turn of the loop. */
   run(key: string | undefined, run: () => Promise<ReadResult>): Promise<ReadResult> {
@@ -42,8 +43,6 @@ export class ReadCoalescer {
     }
     return started
   }
-
-  private turn: Promise<void> | undefined
 
   /**
    * Resolves in the check phase of this turn of the event loop, the same promise for every read that asks during the

@@ -25,31 +25,28 @@ async function resolveLinks<R extends Named>(
   const seen = new Set<string>()
   const resolved: IdLink[] = []
   for (const [position, link] of links.entries()) {
-    let record: R | undefined
+    let id: string
     if (link.ID !== undefined && link.ID !== '') {
       // A record's key is its ID, so finding the key is enough: no need to decode the record (a policy's rules).
       if ((await reader.get(recordKey(spec.table, link.ID))) === undefined) {
         return { ok: false, field: `${field}[${position}].ID`, message: `no ${noun} with ID "${link.ID}"` }
       }
-      if (!seen.has(link.ID)) {
-        seen.add(link.ID)
-        resolved.push({ ID: link.ID })
-      }
-      continue
+      id = link.ID
     } else if (link.Name !== undefined && link.Name !== '') {
       // A name is looked up in the record's namespace first, then in the default namespace, where shared policies
       // and roles usually live.
-      record = await getByUnique(reader, spec, 'name', nsKey(namespace, link.Name))
+      let record = await getByUnique(reader, spec, 'name', nsKey(namespace, link.Name))
       if (record === undefined && namespace !== DEFAULT_NAMESPACE) {
         record = await getByUnique(reader, spec, 'name', nsKey(DEFAULT_NAMESPACE, link.Name))
       }
       if (record === undefined) return { ok: false, field: `${field}[${position}].Name`, message: `no ${noun} named "${link.Name}"` }
+      id = record.ID
     } else {
       return { ok: false, field: `${field}[${position}]`, message: 'a link needs an ID or a Name' }
     }
-    if (seen.has(record.ID)) continue
-    seen.add(record.ID)
-    resolved.push({ ID: record.ID })
+    if (seen.has(id)) continue
+    seen.add(id)
+    resolved.push({ ID: id })
   }
   return { ok: true, links: resolved }
 }
