@@ -34,10 +34,15 @@ export interface PersistRequest {
 }
 
 export class LevelRaftStorage implements LogReader {
+  /** The newest hard state the core gave; it may be ahead of LevelDB's (the mirror's) by a commit index (see persist). */
+  private latestHardState: HardState
+
   private constructor(
     private readonly db: Level<string, Buffer>,
     private readonly mirror: MemoryStorage,
-  ) {}
+  ) {
+    this.latestHardState = mirror.hardState()
+  }
 
   static async open(directory: string): Promise<LevelRaftStorage> {
     const db = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer' })
@@ -109,11 +114,19 @@ export class LevelRaftStorage implements LogReader {
         ops.push({ type: 'put', key: entryKey(entry.index), value: packr.pack({ term: entry.term, type: entry.type, data: entry.data }) })
       }
     }
-    if (request.hardState !== undefined) ops.push({ type: 'put', key: HARD_STATE_KEY, value: packr.pack(request.hardState) })
+    if (request.hardState !== undefined) this.latestHardState = request.hardState
+    // The commit index is volatile state (Figure 2): the core restarts from max(stored commit, applied index), so a
+    // hard state that moved only its commit index is not worth a LevelDB write of its own, which every node would
+    // otherwise make once per committed batch, on the write's path. It goes to disk with the next entries, snapshot,
+    // term or vote.
+    const durable = this.mirror.hardState()
+    const latest = this.latestHardState
+    const termOrVoteChanged = latest.term !== durable.term || latest.votedFor !== durable.votedFor
+    if ((ops.length > 0 || termOrVoteChanged) && latest !== durable) ops.push({ type: 'put', key: HARD_STATE_KEY, value: packr.pack(latest) })
     if (ops.length > 0) await this.db.batch(ops, { sync })
+    if (ops.length > 0 && latest !== durable) this.mirror.setHardState(latest)
     if (request.snapshot !== undefined) this.mirror.installSnapshot(request.snapshot)
     if (request.entries.length > 0) this.mirror.append(request.entries)
-    if (request.hardState !== undefined) this.mirror.setHardState(request.hardState)
   }
 
   /** Records a snapshot the local state machine took (its data lives with the state), synced. */
