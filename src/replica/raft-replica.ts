@@ -17,7 +17,7 @@
  */
 import { randomUUID, randomInt } from 'node:crypto'
 import type { Logger } from 'pino'
-import { WardenError } from '../lib/errors.js'
+import { errorFromWire, WardenError, type WireError } from '../lib/errors.js'
 import { SeededRng } from '../lib/rng.js'
 import { RaftCore, decodeConfiguration, type ConfChange, type Entry, type Message, type Ready, type SnapshotMetadata } from '../raft/index.js'
 import type { LevelRaftStorage } from '../raft/storage/level-storage.js'
@@ -56,12 +56,15 @@ export interface RaftReplicaOptions {
 
 /** Messages between replicas besides Raft's own, carried by the transport's request/response. */
 type ReplicaRequest =
-  | { kind: 'propose'; data: Uint8Array }
+  /** Commands a follower forwards, every one its callers sent during one turn of its event loop (see forward). */
+  | { kind: 'propose'; commands: Uint8Array[] }
   | { kind: 'join'; node: string; address: string }
   | { kind: 'remove'; node: string }
   /** One chunk of a snapshot stream; the last one (done) carries the metadata and the leader's term. */
   | { kind: 'snapshot'; id: string; seq: number; pairs: Array<[string, Uint8Array]>; done: boolean; term?: number; snapshot?: SnapshotMetadata }
 type ReplicaResponse = { result: ApplyResult; index: number }
+/** The leader's answer to a forwarded batch, one outcome per command, in order. */
+type ProposeResponse = { outcomes: Array<ReplicaResponse | { error: WireError }> }
 
 interface ProposalWaiter {
   term: number
@@ -81,6 +84,15 @@ const PROMOTION_WAIT_MS = 120_000
 
 /** Bound on proposals waiting for their entries to apply, and on reads waiting for their read index. */
 const WAITING_MAX = 16_384
+/** A forwarded batch closes at this many commands or encoded bytes (a larger command goes alone, as before). */
+const FORWARD_BATCH_COMMANDS_MAX = 256
+const FORWARD_BATCH_BYTES_MAX = 1024 * 1024
+
+interface ForwardBatch {
+  leader: string
+  bytes: number
+  items: Array<{ data: Uint8Array; resolve: (response: ReplicaResponse) => void; reject: (error: unknown) => void }>
+}
 
 export class RaftReplica implements Cluster {
   private readonly core: RaftCore
@@ -344,17 +356,24 @@ export class RaftReplica implements Cluster {
     this.kick()
   }
 
-  private async onPeerRequest(from: string, request: ReplicaRequest): Promise<ReplicaResponse | { ok: true; members?: Record<string, string> }> {
+  private async onPeerRequest(from: string, request: ReplicaRequest): Promise<ProposeResponse | { ok: true; members?: Record<string, string> }> {
     if (request?.kind === 'snapshot') return this.receiveSnapshotChunk(from, request)
     if (request?.kind === 'join') return { ok: true, ...(await this.joinAsLeader(request.node, request.address)) }
     if (request?.kind === 'remove') {
       await this.removeAsLeader(request.node)
       return { ok: true }
     }
-    if (request?.kind !== 'propose') throw new WardenError('invalid_input', 'unknown replica request')
+    if (request?.kind !== 'propose' || !Array.isArray(request.commands)) throw new WardenError('invalid_input', 'unknown replica request')
     if (this.role !== 'leader') throw new WardenError('no_leader', 'this node is no longer the leader; retry')
-    const data = new Uint8Array(request.data)
-    return this.proposeLocally(data)
+    // Each command succeeds or fails on its own (one may be refused as rate_limited while the others commit).
+    const settled = await Promise.allSettled(request.commands.map((data) => this.proposeLocally(new Uint8Array(data))))
+    return {
+      outcomes: settled.map((outcome) => {
+        if (outcome.status === 'fulfilled') return outcome.value
+        const error = outcome.reason instanceof WardenError ? outcome.reason : new WardenError('outcome_unknown', 'the write failed on the leader in an unexpected way; it may or may not have been applied')
+        return { error: error.toWire() }
+      }),
+    }
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -444,17 +463,56 @@ export class RaftReplica implements Cluster {
     }
   }
 
-  private async forward(leader: string, data: Uint8Array): Promise<ReplicaResponse> {
-    try {
-      return (await this.options.transport.request(leader, { kind: 'propose', data } satisfies ReplicaRequest, this.applyWaitMs)) as ReplicaResponse
-    } catch (error) {
-      if (error instanceof WardenError) throw error
-      if (error instanceof TransportError) {
-        if (error.delivered === 'no') throw new WardenError('no_leader', `the leader ${leader} could not be reached; the write was not applied, retry`, undefined, { cause: error })
-        throw new WardenError('outcome_unknown', `the leader ${leader} did not answer in time; the write may or may not have been applied`, undefined, { cause: error })
-      }
-      throw error
+  /** Forwarded commands waiting for the end of this turn of the event loop, when they leave in one request. */
+  private forwardBatch: ForwardBatch | undefined
+
+  /**
+   * Forwards a command to the leader with every other command this node's callers send during the same turn of the
+   * event loop: one request and one answer for the batch instead of one each, which is most of what a forwarded write
+   * cost the follower and the leader beyond the write itself. The leader proposes them together, so they commit in
+   * the same Raft batch, and answers once every one of them has an outcome.
+   */
+  private forward(leader: string, data: Uint8Array): Promise<ReplicaResponse> {
+    let batch = this.forwardBatch
+    if (batch !== undefined && (batch.leader !== leader || batch.items.length >= FORWARD_BATCH_COMMANDS_MAX || batch.bytes + data.byteLength > FORWARD_BATCH_BYTES_MAX)) {
+      this.sendForwardBatch(batch)
+      batch = undefined
     }
+    if (batch === undefined) {
+      const opened: ForwardBatch = { leader, bytes: 0, items: [] }
+      this.forwardBatch = batch = opened
+      setImmediate(() => this.sendForwardBatch(opened))
+    }
+    batch.bytes += data.byteLength
+    return new Promise<ReplicaResponse>((resolve, reject) => batch.items.push({ data, resolve, reject }))
+  }
+
+  private sendForwardBatch(batch: ForwardBatch): void {
+    if (this.forwardBatch === batch) this.forwardBatch = undefined
+    if (batch.items.length === 0) return
+    const items = batch.items.splice(0)
+    if (this.stopped) {
+      const error = new WardenError('no_leader', 'this node is shutting down; the write was not applied, retry on another node')
+      for (const item of items) item.reject(error)
+      return
+    }
+    const { leader } = batch
+    const request: ReplicaRequest = { kind: 'propose', commands: items.map((item) => item.data) }
+    this.options.transport.request(leader, request, this.applyWaitMs).then(
+      (response) => {
+        const { outcomes } = response as ProposeResponse
+        for (const [n, item] of items.entries()) {
+          const outcome = outcomes[n]
+          if (outcome === undefined) item.reject(new WardenError('outcome_unknown', `the leader ${leader} did not answer for this write; it may or may not have been applied`))
+          else if ('error' in outcome) item.reject(errorFromWire(outcome.error))
+          else item.resolve(outcome)
+        }
+      },
+      (error: unknown) => {
+        const failure = forwardFailure(leader, error)
+        for (const item of items) item.reject(failure)
+      },
+    )
   }
 
   private proposeLocally(data: Uint8Array): Promise<ReplicaResponse> {
@@ -846,4 +904,14 @@ export class RaftReplica implements Cluster {
     this.rejectAll(new WardenError('outcome_unknown', 'this node is shutting down; the write may or may not have been applied'))
     while (this.processing) await new Promise((resolve) => setTimeout(resolve, 5))
   }
+}
+
+/** What a failed forward means for its writes: whether the leader may have them decides between retry and unknown. */
+function forwardFailure(leader: string, error: unknown): unknown {
+  if (error instanceof WardenError) return error
+  if (error instanceof TransportError) {
+    if (error.delivered === 'no') return new WardenError('no_leader', `the leader ${leader} could not be reached; the write was not applied, retry`, undefined, { cause: error })
+    return new WardenError('outcome_unknown', `the leader ${leader} did not answer in time; the write may or may not have been applied`, undefined, { cause: error })
+  }
+  return error
 }

@@ -85,6 +85,28 @@ describe('a three-node Raft cluster of real processes', function () {
     expect(refused.body.Field).to.equal('Name')
   })
 
+  it('a burst of writes on a follower, forwarded together, gets one outcome each: a duplicate name in it is refused once', async () => {
+    const leader = await cluster.leader()
+    const follower = cluster.node(cluster.followers(leader)[0]!)
+    const prefix = `forwarded-${Date.now()}`
+    // Reads first open the connections, so the writes then arrive together over them and the follower forwards
+    // them to the leader in a few batches (on fresh connections they would trickle in, one per turn).
+    await Promise.all(Array.from({ length: 32 }, () => follower.request('GET', '/v1/acl/policies?stale')))
+    const names = [...Array.from({ length: 30 }, (_, n) => `${prefix}-${n}`), `${prefix}-dup`, `${prefix}-dup`]
+    const responses = await Promise.all(names.map((name) => follower.request('PUT', '/v1/acl/policy', { body: { Name: name } })))
+    const created = responses.filter((response) => response.status === 200)
+    const refused = responses.filter((response) => response.status !== 200)
+    expect(created).to.have.length(31)
+    expect(refused).to.have.length(1)
+    expect(refused[0]!.status, refused[0]!.text).to.equal(400)
+    expect(refused[0]!.body.Field).to.equal('Name')
+    // Each caller got its own write's result, not a neighbour's.
+    for (const [n, response] of responses.entries()) if (response.status === 200) expect(response.body.Name).to.equal(names[n])
+    expect(new Set(created.map((response) => response.body.CreateIndex as number)).size).to.equal(31)
+    const visible = await policyNames(follower, 'stale')
+    for (const name of new Set(names)) expect(visible.has(name), name).to.equal(true)
+  })
+
   it('serves stale, default and consistent reads on every node with the consistency headers', async () => {
     const leader = await cluster.leader()
     for (const agent of cluster.running()) {
