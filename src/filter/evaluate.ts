@@ -43,11 +43,15 @@ export function selectorsOf(expression: FilterExpression): string[][] {
 }
 
 /**
- * Each negated operator is exactly the negation of its positive form, so on a missing field `!=`, `not in`,
- * `not contains` and `not matches` are true while `==`, `in`, `contains` and `matches` are false.
+ * A selector that reaches nothing does not match, whatever the operator (readings.md: "a selector naming a field an
+ * entry lacks does not match (no error)"; go-bexpr likewise answers false, negated operators included, when it cannot
+ * find the value). So `Protocl != "http"`, a typo, selects nothing instead of everything. `not` still negates the
+ * whole match: `not Meta.team == "x"` holds for an entry without Meta. On a value that is there, each negated
+ * operator is exactly the negation of its positive form.
  */
 function evaluateMatch(match: MatchExpression, target: unknown): boolean {
   const found = resolve(match.selector, target)
+  if (found === MISSING) return false
   switch (match.operator) {
     case '==':
       return equalsText(found, match.value.text)
@@ -95,9 +99,9 @@ function resolve(selector: FilterSelector, target: unknown): Found | typeof MISS
 
 /**
  * `==` coerces the literal to the found value's type. A null matches only the literal text `null` (bare or quoted:
- * quoting never changes a literal's meaning); objects and arrays equal nothing; missing equals nothing.
+ * quoting never changes a literal's meaning); objects and arrays equal nothing.
  */
-function equalsText(found: Found | typeof MISSING, text: string): boolean {
+function equalsText(found: Found, text: string): boolean {
   switch (typeof found) {
     case 'string':
       return found === text
@@ -113,16 +117,16 @@ function equalsText(found: Found | typeof MISSING, text: string): boolean {
 }
 
 /** `in` / `contains`: an array holds an equal element, an object holds the key, a string holds the substring. */
-function holds(found: Found | typeof MISSING, text: string): boolean {
+function holds(found: Found, text: string): boolean {
   if (typeof found === 'string') return found.includes(text)
   if (Array.isArray(found)) return found.some((element) => equalsText(element, text))
   if (isRecord(found)) return Object.hasOwn(found, text)
   return false
 }
 
-/** Strings, arrays and objects are empty at length zero; null and missing are empty; numbers and booleans never. */
-function isEmpty(found: Found | typeof MISSING): boolean {
-  if (found === MISSING || found === null) return true
+/** Strings, arrays and objects are empty at length zero; null is empty; numbers and booleans never. */
+function isEmpty(found: Found): boolean {
+  if (found === null) return true
   if (typeof found === 'string' || Array.isArray(found)) return found.length === 0
   if (isRecord(found)) return Object.keys(found).length === 0
   return false

@@ -331,7 +331,13 @@ describe('config entries', () => {
 
     it('a selector naming a field an entry lacks does not match, and is no error', async () => {
       expect(await names('NoSuchField == 1')).to.deep.equal([])
-      expect(await names('Meta is empty')).to.deep.equal([`${prefix}-c`])
+      // Negated operators too: a misspelt field selects nothing rather than everything.
+      expect(await names('NoSuchField != 1')).to.deep.equal([])
+      expect(await names('x not in NoSuchField')).to.deep.equal([])
+      expect(await names('Meta.team != "a"')).to.deep.equal([`${prefix}-b`])
+      expect(await names('Meta is empty')).to.deep.equal([])
+      // `not` negates the whole match, so this finds the entry without Meta.
+      expect(await names('not Meta is not empty')).to.deep.equal([`${prefix}-c`])
     })
 
     it('answers a bad filter with a 400 naming filter and saying where', async () => {

@@ -131,7 +131,9 @@ describe('filter evaluation', () => {
     it('looks only at own keys, not the prototype chain', () => {
       expect(check('constructor in Meta', service)).to.equal(false)
       expect(check('toString in NoMeta', service)).to.equal(false)
-      expect(check('Meta.constructor is empty', service)).to.equal(true)
+      // Inherited keys are missing, so no operator matches them (a found function would be "not empty").
+      expect(check('Meta.constructor is not empty', service)).to.equal(false)
+      expect(check('not Meta.constructor is empty', service)).to.equal(true)
       expect(check('Meta.__proto__ is not empty', service)).to.equal(false)
     })
 
@@ -250,7 +252,7 @@ describe('filter evaluation', () => {
     ] as const
 
     for (const [what, selector] of missing) {
-      it(`makes positive operators false and negated ones true for ${what}`, () => {
+      it(`matches with no operator, negated ones included, for ${what}`, () => {
         const results = {
           equal: check(`${selector} == x`, service),
           notEqual: check(`${selector} != x`, service),
@@ -265,22 +267,25 @@ describe('filter evaluation', () => {
         }
         expect(results).to.deep.equal({
           equal: false,
-          notEqual: true,
+          notEqual: false,
           in: false,
-          notIn: true,
+          notIn: false,
           contains: false,
-          notContains: true,
+          notContains: false,
           matches: false,
-          notMatches: true,
-          empty: true,
+          notMatches: false,
+          empty: false,
           notEmpty: false,
         })
+        // `not` negates the whole match, which did not hold.
+        expect(check(`not ${selector} == x`, service)).to.equal(true)
       })
     }
 
     it('treats a key holding undefined as missing', () => {
-      expect(check('x is empty', { x: undefined })).to.equal(true)
-      expect(check('x != undefined', { x: undefined })).to.equal(true)
+      expect(check('x is empty', { x: undefined })).to.equal(false)
+      expect(check('x != undefined', { x: undefined })).to.equal(false)
+      expect(check('x is empty', { x: null })).to.equal(true)
     })
 
     it('never throws, whatever the target', () => {
@@ -290,7 +295,8 @@ describe('filter evaluation', () => {
       }
       expect(predicate({ a: { b: '2' } })).to.equal(false)
       expect(predicate({ a: { b: 1 } })).to.equal(true)
-      expect(predicate(undefined)).to.equal(true)
+      expect(predicate(undefined)).to.equal(false)
+      expect(predicate({ a: [] })).to.equal(true)
     })
   })
 
