@@ -26,6 +26,8 @@ export interface RunningAgent {
   clusterAddress: string
   dataDir: string
   managementToken: string | undefined
+  /** Whether this start generated the --dev management token (a restart reads it back from the data dir). */
+  managementTokenGenerated: boolean
   stop(): Promise<void>
 }
 
@@ -42,17 +44,17 @@ async function prepareDataDir(config: AgentConfig): Promise<{ dataDir: string; t
 }
 
 /** In --dev without a configured token, the token of an earlier run of the same data dir, or a new one. */
-async function devManagementToken(dataDir: string): Promise<string> {
+async function devManagementToken(dataDir: string): Promise<{ secret: string; generated: boolean }> {
   const path = join(dataDir, 'management-token')
   try {
     const existing = (await readFile(path, 'utf8')).trim()
-    if (existing !== '') return existing
+    if (existing !== '') return { secret: existing, generated: false }
   } catch {
     // No earlier token: generate one below.
   }
   const secret = newUuid()
   await writeFile(path, `${secret}\n`, { mode: 0o600 })
-  return secret
+  return { secret, generated: true }
 }
 
 /** Retries a write until it succeeds, with a growing pause, for writes no request is waiting on. */
@@ -83,7 +85,8 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   const cloudProblem = cloudSettingsProblem(config.cloud)
   if (cloudProblem !== undefined) throw new ConfigError(cloudProblem)
   const { dataDir, temporary } = await prepareDataDir(config)
-  const managementToken = config.initialManagementToken ?? (config.dev ? await devManagementToken(dataDir) : undefined)
+  const devToken = config.initialManagementToken === undefined && config.dev ? await devManagementToken(dataDir) : undefined
+  const managementToken = config.initialManagementToken ?? devToken?.secret
   const started = await startReplica(config, dataDir, log, onFatal)
   const state = started.state
   const replica = started.cluster
@@ -175,5 +178,5 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     })()
     return stopping
   }
-  return { httpAddress, clusterAddress, dataDir, managementToken, stop }
+  return { httpAddress, clusterAddress, dataDir, managementToken, managementTokenGenerated: devToken?.generated === true, stop }
 }

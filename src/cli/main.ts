@@ -68,8 +68,8 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`warden: could not start: ${(error as Error).message}\n`)
     return 1
   }
-  if (config.dev && config.initialManagementToken === undefined && agent.managementToken !== undefined) {
-    // Printed once for the operator, never into the log.
+  if (agent.managementTokenGenerated && agent.managementToken !== undefined) {
+    // Printed once, when generated, for the operator, never into the log; a restart finds it in the data dir.
     process.stdout.write(`Management token: ${agent.managementToken}\n`)
   }
   log.info(

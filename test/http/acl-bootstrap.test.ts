@@ -35,6 +35,14 @@ describe('ACL bootstrap', () => {
       expectError(await agent.request('GET', '/v1/acl/tokens', { token: null }), 403, 'permission_denied')
     })
 
+    it('refuses a BootstrapSecret that is not a UUID or lies in the built-in range, and bootstraps nothing', async () => {
+      for (const secret of ['not-a-uuid', '00000000-0000-0000-0000-000000000005']) {
+        const refused = await agent.request('PUT', '/v1/acl/bootstrap', { token: null, body: { BootstrapSecret: secret } })
+        expectError(refused, 400, 'invalid_input', 'BootstrapSecret')
+      }
+      expectError(await agent.request('GET', '/v1/acl/tokens', { token: '00000000-0000-0000-0000-000000000005' }), 403, 'acl_not_found')
+    })
+
     it('the first bootstrap, needing no token, creates a token linked to the built-in global-management', async () => {
       const response = await agent.request('PUT', '/v1/acl/bootstrap', { token: null })
       expect(response.status, response.text).to.equal(200)

@@ -81,6 +81,12 @@ describe('ACL policies', () => {
       expectError(response, 404, 'not_found')
     })
 
+    it('a read by name with the name left out is a 400 naming name, for policies and roles', async () => {
+      for (const path of ['/v1/acl/policy/name/', '/v1/acl/policy/name', '/v1/acl/role/name/']) {
+        expectError(await agent.request('GET', path), 400, 'invalid_input', 'name')
+      }
+    })
+
     it('a malformed UUID in the path is a 400 invalid_input', async () => {
       for (const method of ['GET', 'PUT', 'DELETE']) {
         const response = await agent.request(method, '/v1/acl/policy/not-a-uuid', method === 'PUT' ? { body: { Name: unique('baduuid') } } : {})

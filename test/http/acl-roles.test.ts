@@ -116,6 +116,17 @@ describe('ACL roles', () => {
       expect(ids).to.include(linked.ID).and.not.include(unlinked.ID)
       for (const role of list) expect(role.Policies.map((link) => link.ID)).to.include(otherPolicy.ID)
     })
+    it('?policy= of a deleted policy lists no role: the links it had are gone from every read', async () => {
+      const doomed = await ok(agent, 'PUT', '/v1/acl/policy', { Name: unique('doomed') })
+      const linked = await createRole({ Name: unique('was-linked'), Policies: [{ ID: doomed.ID }] })
+      const before = (await agent.request('GET', `/v1/acl/roles?policy=${doomed.ID}`)).body as Array<{ ID: string }>
+      expect(before.map((role) => role.ID)).to.deep.equal([linked.ID])
+      expect((await agent.request('DELETE', `/v1/acl/policy/${doomed.ID}`)).status).to.equal(200)
+      expect((await agent.request('GET', `/v1/acl/role/${linked.ID}`)).body.Policies).to.deep.equal([])
+      const after = await agent.request('GET', `/v1/acl/roles?policy=${doomed.ID}`)
+      expect(after.status, after.text).to.equal(200)
+      expect(after.body).to.deep.equal([])
+    })
   })
 
   describe('validation (400, nothing written)', () => {

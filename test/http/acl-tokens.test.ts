@@ -523,6 +523,20 @@ describe('ACL tokens', () => {
       for (const token of list) expect(token.Roles.map((link) => link.ID)).to.include(role.ID)
     })
 
+    it('?policy= and ?role= of a deleted policy or role list no token: the links it had are gone from every read', async () => {
+      const doomedPolicy = (await agent.request('PUT', '/v1/acl/policy', { body: { Name: unique('doomed') } })).body
+      const doomedRole = (await agent.request('PUT', '/v1/acl/role', { body: { Name: unique('doomed') } })).body
+      const linked = await create({ Policies: [{ ID: doomedPolicy.ID }], Roles: [{ ID: doomedRole.ID }] })
+      expect(await accessorIds(`?policy=${doomedPolicy.ID}`)).to.deep.equal([linked.AccessorID])
+      expect(await accessorIds(`?role=${doomedRole.ID}`)).to.deep.equal([linked.AccessorID])
+      expect((await agent.request('DELETE', `/v1/acl/policy/${doomedPolicy.ID}`)).status).to.equal(200)
+      expect((await agent.request('DELETE', `/v1/acl/role/${doomedRole.ID}`)).status).to.equal(200)
+      const read = (await agent.request('GET', `/v1/acl/token/${linked.AccessorID}`)).body
+      expect([read.Policies, read.Roles]).to.deep.equal([[], []])
+      expect(await accessorIds(`?policy=${doomedPolicy.ID}`)).to.deep.equal([])
+      expect(await accessorIds(`?role=${doomedRole.ID}`)).to.deep.equal([])
+    })
+
     it('?servicename= lists only tokens with a service identity of that name', async () => {
       const service = unique('svc')
       const linked = await create({ ServiceIdentities: [{ ServiceName: service }] })

@@ -179,6 +179,27 @@ describe('warden agent command line', () => {
   })
 
   describe('restart on the same data dir', () => {
+    it('in --dev prints the generated management token once: a restart prints none, and the kept token still works', async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), 'warden-dev-restart-'))
+      try {
+        const first = await startAgent({ dataDir, keepDataDir: true })
+        const printed = first.logs.filter((line) => line.startsWith('Management token:'))
+        expect(printed).to.deep.equal([`Management token: ${first.managementToken}`])
+        expect(await first.stop()).to.equal(0)
+        const second = await startAgent({ dataDir, keepDataDir: true })
+        try {
+          expect(second.logs.some((line) => line.startsWith('Management token:'))).to.equal(false)
+          expect(second.managementToken).to.equal(first.managementToken)
+          const self = await second.request('GET', '/v1/acl/token/self')
+          expect(self.status, self.text).to.equal(200)
+        } finally {
+          await second.stop()
+        }
+      } finally {
+        await rm(dataDir, { recursive: true, force: true })
+      }
+    })
+
     it('keeps policies and tokens, their IDs and indexes, and the index does not go back', async () => {
       const dataDir = await mkdtemp(join(tmpdir(), 'warden-restart-'))
       const secret = randomUUID()

@@ -4,7 +4,7 @@
  * management token from the `Management token:` line, exactly as an operator's script would read them.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -136,6 +136,8 @@ export async function startAgent(options: StartOptions = {}): Promise<AgentProce
     agent.httpAddress = http
     agent.clusterAddress = cluster
     agent.url = `http://${http}`
+    // A --dev restart on a kept data dir prints no token (it was printed when generated): read it where it is kept.
+    if (managementToken === '' && options.dev !== false) managementToken = await readFile(join(dataDir, 'management-token'), 'utf8').then((text) => text.trim(), () => '')
     agent.managementToken = managementToken
     return agent
   } catch (error) {

@@ -166,22 +166,34 @@ async function listRoles(ctx: ApiContext): Promise<void> {
     const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
     const policy = queryParam(ctx, 'policy')
     let roles: AclRole[]
-    if (policy) roles = (await listByIndex(reader, roleSpec, 'policy', idParam(policy, 'policy'))).filter((role) => namespace === '*' || role.Namespace === namespace)
+    if (policy) {
+      const policyId = idParam(policy, 'policy')
+      // A deleted policy's links stay in its roles' index but no read shows them: no role is linked to it any more.
+      const exists = (await getRecord(reader, policySpec, policyId)) !== undefined
+      roles = exists ? (await listByIndex(reader, roleSpec, 'policy', policyId)).filter((role) => namespace === '*' || role.Namespace === namespace) : []
+    }
     else roles = namespace === '*' ? await listRecords(reader, roleSpec) : await listByIndex(reader, roleSpec, 'ns', namespace)
     const names = new LinkNames(reader)
     return { body: await Promise.all(roles.map((role) => renderRole(role, names))) }
   })
 }
 
+function missingName(what: 'policy' | 'role'): never {
+  throw new InvalidInputError('name', `is required: the path names the ${what} to read, /v1/acl/${what}/name/<name>`)
+}
+
 export function policyRoutes(router: Router): void {
   router.put('/v1/acl/policy', (ctx) => writePolicy(ctx as ApiContext, 'create'))
   router.get('/v1/acl/policy/name/:name', (ctx) => readPolicy(ctx as ApiContext, 'name'))
+  // `/policy/name/` with the name left out would otherwise reach `/policy/:id` and be refused as an ID.
+  router.get('/v1/acl/policy/name', () => missingName('policy'))
   router.get('/v1/acl/policy/:id', (ctx) => readPolicy(ctx as ApiContext, 'id'))
   router.put('/v1/acl/policy/:id', (ctx) => writePolicy(ctx as ApiContext, 'update'))
   router.delete('/v1/acl/policy/:id', (ctx) => deleteById(ctx as ApiContext, 'acl.policy.delete'))
   router.get('/v1/acl/policies', (ctx) => listPolicies(ctx as ApiContext))
   router.put('/v1/acl/role', (ctx) => writeRole(ctx as ApiContext, 'create'))
   router.get('/v1/acl/role/name/:name', (ctx) => readRole(ctx as ApiContext, 'name'))
+  router.get('/v1/acl/role/name', () => missingName('role'))
   router.get('/v1/acl/role/:id', (ctx) => readRole(ctx as ApiContext, 'id'))
   router.put('/v1/acl/role/:id', (ctx) => writeRole(ctx as ApiContext, 'update'))
   router.delete('/v1/acl/role/:id', (ctx) => deleteById(ctx as ApiContext, 'acl.role.delete'))

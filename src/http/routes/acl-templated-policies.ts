@@ -10,6 +10,7 @@ import {
   validateTemplateVariables,
   type TemplatedPolicyRecord,
 } from '../../acl/templated-policies.js'
+import { RESERVED_ID_PREFIX } from '../../state/builtins.js'
 import { bareToken } from '../../state/commands.js'
 import type { AclToken } from '../../state/records.js'
 import type { ApiContext } from '../context.js'
@@ -66,8 +67,10 @@ async function listTemplates(ctx: ApiContext): Promise<void> {
 /** PUT /v1/acl/bootstrap: the first management token of a cluster started without one; later calls are refused. */
 async function bootstrap(ctx: ApiContext): Promise<void> {
   const body = validateBody<{ BootstrapSecret?: string }>(bootstrapSchema, await readJsonObject(ctx))
-  if (body.BootstrapSecret !== undefined && body.BootstrapSecret !== '' && !isUuid(body.BootstrapSecret)) {
-    throw new InvalidInputError('BootstrapSecret', 'must be a UUID')
+  if (body.BootstrapSecret !== undefined && body.BootstrapSecret !== '') {
+    if (!isUuid(body.BootstrapSecret)) throw new InvalidInputError('BootstrapSecret', 'must be a UUID')
+    // As for a token's own SecretID: the built-in range is guessable, and a management secret in it would be too.
+    if (body.BootstrapSecret.toLowerCase().startsWith(RESERVED_ID_PREFIX)) throw new InvalidInputError('BootstrapSecret', 'is reserved for built-in records')
   }
   const token = await propose(ctx, {
     type: 'acl.bootstrap',
