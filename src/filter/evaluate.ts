@@ -7,7 +7,22 @@ import { unreachable } from '../lib/assert.js'
 import type { FilterExpression, FilterSelector, MatchExpression } from './parser.js'
 
 const MISSING = Symbol('missing')
+/** A key missing from an object that the rest of the selector reached (see evaluateMatch). */
+const ABSENT_KEY = Symbol('absent key')
 type Found = unknown
+
+const ABSENT_KEY_DISPOSITION: Record<MatchExpression['operator'], boolean> = {
+  '==': false,
+  '!=': true,
+  in: false,
+  'not in': true,
+  contains: false,
+  'not contains': true,
+  'is empty': true,
+  'is not empty': false,
+  matches: false,
+  'not matches': true,
+}
 
 const CANONICAL_INDEX = /^(?:0|[1-9][0-9]*)$/
 const NUMBER_TEXT = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/
@@ -43,15 +58,19 @@ export function selectorsOf(expression: FilterExpression): string[][] {
 }
 
 /**
- * A selector that reaches nothing does not match, whatever the operator (readings.md: "a selector naming a field an
- * entry lacks does not match (no error)"; go-bexpr likewise answers false, negated operators included, when it cannot
- * find the value). So `Protocl != "http"`, a typo, selects nothing instead of everything. `not` still negates the
- * whole match: `not Meta.team == "x"` holds for an entry without Meta. On a value that is there, each negated
- * operator is exactly the negation of its positive form.
+ * What a selector that reaches nothing means depends on where it stops, as in go-bexpr (Consul's filter):
+ * - a key missing from an object that is there (`Meta.team` on an entry whose Meta has no `team`) is a map key that
+ *   is absent, and each operator answers as go-bexpr's NotPresentDisposition does: nothing equals it, is in it or
+ *   matches it, so `==`, `in`, `contains`, `matches` and `is not empty` are false, and `!=`, `not in`,
+ *   `not contains`, `not matches` and `is empty` are true;
+ * - anything else (a top-level field the entry lacks, a walk through an absent or non-object value, an index past the
+ *   end of an array) is where go-bexpr fails the whole filter; readings.md makes it "does not match (no error)", so no
+ *   operator matches: `Protocl != "http"`, a misspelt field, selects nothing. `not` still negates the whole match.
  */
 function evaluateMatch(match: MatchExpression, target: unknown): boolean {
   const found = resolve(match.selector, target)
   if (found === MISSING) return false
+  if (found === ABSENT_KEY) return ABSENT_KEY_DISPOSITION[match.operator]
   switch (match.operator) {
     case '==':
       return equalsText(found, match.value.text)
@@ -77,17 +96,19 @@ function evaluateMatch(match: MatchExpression, target: unknown): boolean {
 }
 
 /** Walks own object keys and array indices; anything else along the way, or an undefined value, is missing. */
-function resolve(selector: FilterSelector, target: unknown): Found | typeof MISSING {
+function resolve(selector: FilterSelector, target: unknown): Found | typeof MISSING | typeof ABSENT_KEY {
   let current: unknown = target
-  for (const segment of selector.path) {
+  const last = selector.path.length - 1
+  for (const [depth, segment] of selector.path.entries()) {
     if (Array.isArray(current)) {
       if (!CANONICAL_INDEX.test(segment)) return MISSING
       const index = Number(segment)
       if (index >= current.length) return MISSING
       current = current[index]
     } else if (isRecord(current)) {
-      // Own keys only, so `constructor` or `__proto__` never reach into the prototype chain.
-      if (!Object.hasOwn(current, segment)) return MISSING
+      // Own keys only, so `constructor` or `__proto__` never reach into the prototype chain. Only the last segment,
+      // below the top level, can be an absent map key (go-bexpr's evaluateNotPresent).
+      if (!Object.hasOwn(current, segment) || current[segment] === undefined) return depth === last && depth > 0 ? ABSENT_KEY : MISSING
       current = current[segment]
     } else {
       return MISSING

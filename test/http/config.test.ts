@@ -331,10 +331,15 @@ describe('config entries', () => {
 
     it('a selector naming a field an entry lacks does not match, and is no error', async () => {
       expect(await names('NoSuchField == 1')).to.deep.equal([])
-      // Negated operators too: a misspelt field selects nothing rather than everything.
+      // Negated operators too: a misspelt top-level field selects nothing rather than everything.
       expect(await names('NoSuchField != 1')).to.deep.equal([])
       expect(await names('x not in NoSuchField')).to.deep.equal([])
+      // Meta.team on the entry without Meta walks through an absent field: no match.
       expect(await names('Meta.team != "a"')).to.deep.equal([`${prefix}-b`])
+      // A key absent from a Meta that is there answers as go-bexpr answers for a missing map key.
+      expect(await names('Meta.owner != "x"')).to.deep.equal([`${prefix}-a`, `${prefix}-b`])
+      expect(await names('Meta.owner is empty')).to.deep.equal([`${prefix}-a`, `${prefix}-b`])
+      expect(await names('Meta.owner == "x"')).to.deep.equal([])
       expect(await names('Meta is empty')).to.deep.equal([])
       // `not` negates the whole match, so this finds the entry without Meta.
       expect(await names('not Meta is not empty')).to.deep.equal([`${prefix}-c`])

@@ -131,9 +131,9 @@ describe('filter evaluation', () => {
     it('looks only at own keys, not the prototype chain', () => {
       expect(check('constructor in Meta', service)).to.equal(false)
       expect(check('toString in NoMeta', service)).to.equal(false)
-      // Inherited keys are missing, so no operator matches them (a found function would be "not empty").
+      // Inherited keys are absent keys of the map (a found function would be "not empty").
+      expect(check('Meta.constructor is empty', service)).to.equal(true)
       expect(check('Meta.constructor is not empty', service)).to.equal(false)
-      expect(check('not Meta.constructor is empty', service)).to.equal(true)
       expect(check('Meta.__proto__ is not empty', service)).to.equal(false)
     })
 
@@ -241,31 +241,32 @@ describe('filter evaluation', () => {
   })
 
   describe('missing values', () => {
+    const operators = (selector: string) => ({
+      equal: check(`${selector} == x`, service),
+      notEqual: check(`${selector} != x`, service),
+      in: check(`x in ${selector}`, service),
+      notIn: check(`x not in ${selector}`, service),
+      contains: check(`${selector} contains x`, service),
+      notContains: check(`${selector} not contains x`, service),
+      matches: check(`${selector} matches ".*"`, service),
+      notMatches: check(`${selector} not matches ".*"`, service),
+      empty: check(`${selector} is empty`, service),
+      notEmpty: check(`${selector} is not empty`, service),
+    })
+
     const missing = [
-      ['a missing key', 'Absent'],
+      ['a top-level field the entry lacks', 'Absent'],
       ['an index past the end', 'Tags[9]'],
       ['a non-index segment on an array', 'Tags.first'],
       ['a walk into a string', 'Name.length'],
       ['a walk into a number', 'Port.0'],
       ['a walk through null', 'Nothing.x'],
-      ['a missing JSON pointer target', '"/Meta/none"'],
+      ['a walk through an absent field', 'Absent.x'],
     ] as const
 
     for (const [what, selector] of missing) {
-      it(`matches with no operator, negated ones included, for ${what}`, () => {
-        const results = {
-          equal: check(`${selector} == x`, service),
-          notEqual: check(`${selector} != x`, service),
-          in: check(`x in ${selector}`, service),
-          notIn: check(`x not in ${selector}`, service),
-          contains: check(`${selector} contains x`, service),
-          notContains: check(`${selector} not contains x`, service),
-          matches: check(`${selector} matches ".*"`, service),
-          notMatches: check(`${selector} not matches ".*"`, service),
-          empty: check(`${selector} is empty`, service),
-          notEmpty: check(`${selector} is not empty`, service),
-        }
-        expect(results).to.deep.equal({
+      it(`matches with no operator, negated ones included, for ${what} (readings: no match, no error)`, () => {
+        expect(operators(selector)).to.deep.equal({
           equal: false,
           notEqual: false,
           in: false,
@@ -279,6 +280,29 @@ describe('filter evaluation', () => {
         })
         // `not` negates the whole match, which did not hold.
         expect(check(`not ${selector} == x`, service)).to.equal(true)
+      })
+    }
+
+    const absentKeys = [
+      ['a key missing from a map that is there', 'Meta.none'],
+      ['a key missing from an empty map', 'NoMeta.none'],
+      ['a missing JSON pointer target in a map', '"/Meta/none"'],
+    ] as const
+
+    for (const [what, selector] of absentKeys) {
+      it(`answers as go-bexpr's NotPresentDisposition for ${what}`, () => {
+        expect(operators(selector)).to.deep.equal({
+          equal: false,
+          notEqual: true,
+          in: false,
+          notIn: true,
+          contains: false,
+          notContains: true,
+          matches: false,
+          notMatches: true,
+          empty: true,
+          notEmpty: false,
+        })
       })
     }
 
