@@ -15,6 +15,9 @@ export interface RaftState {
   appliedIndex: number
   lastIndex: number
   lastContactMs: number
+  /** Writes this node forwarded to a leader since it started, and the requests that carried them (batched per turn). */
+  forwardedWrites: number
+  forwardedRequests: number
 }
 
 export interface Cluster {

@@ -17,7 +17,7 @@
  */
 import { randomUUID, randomInt } from 'node:crypto'
 import type { Logger } from 'pino'
-import { errorFromWire, WardenError, type WireError } from '../lib/errors.js'
+import { WardenError } from '../lib/errors.js'
 import { SeededRng } from '../lib/rng.js'
 import { RaftCore, decodeConfiguration, type ConfChange, type Entry, type Message, type Ready, type SnapshotMetadata } from '../raft/index.js'
 import type { LevelRaftStorage } from '../raft/storage/level-storage.js'
@@ -28,6 +28,16 @@ import { IncomingState, openStateSnapshot, switchToStagedState } from '../state/
 import { listRecords, memberSpec } from '../state/tables.js'
 import { makeJoinRequest, verifyJoinRequest, type JoinRequest } from '../lib/join-proof.js'
 import type { Cluster, RaftState } from './cluster.js'
+import {
+  commandBytes,
+  FORWARD_BATCH_BYTES_MAX,
+  FORWARD_BATCH_COMMANDS_MAX,
+  forwardFailure,
+  settleForwarded,
+  type ForwardBatch,
+  type ProposeResponse,
+  type ReplicaResponse,
+} from './forward.js'
 
 export interface RaftReplicaOptions {
   nodeName: string
@@ -56,15 +66,14 @@ export interface RaftReplicaOptions {
 
 /** Messages between replicas besides Raft's own, carried by the transport's request/response. */
 type ReplicaRequest =
+  /** One command a follower forwards (what builds before batching send, and what this one sends a leader that refuses batches). */
+  | { kind: 'propose'; data: Uint8Array }
   /** Commands a follower forwards, every one its callers sent during one turn of its event loop (see forward). */
-  | { kind: 'propose'; commands: Uint8Array[] }
+  | { kind: 'propose-batch'; commands: Uint8Array[] }
   | { kind: 'join'; node: string; address: string }
   | { kind: 'remove'; node: string }
   /** One chunk of a snapshot stream; the last one (done) carries the metadata and the leader's term. */
   | { kind: 'snapshot'; id: string; seq: number; pairs: Array<[string, Uint8Array]>; done: boolean; term?: number; snapshot?: SnapshotMetadata }
-type ReplicaResponse = { result: ApplyResult; index: number }
-/** The leader's answer to a forwarded batch, one outcome per command, in order. */
-type ProposeResponse = { outcomes: Array<ReplicaResponse | { error: WireError }> }
 
 interface ProposalWaiter {
   term: number
@@ -84,15 +93,6 @@ const PROMOTION_WAIT_MS = 120_000
 
 /** Bound on proposals waiting for their entries to apply, and on reads waiting for their read index. */
 const WAITING_MAX = 16_384
-/** A forwarded batch closes at this many commands or encoded bytes (a larger command goes alone, as before). */
-const FORWARD_BATCH_COMMANDS_MAX = 256
-const FORWARD_BATCH_BYTES_MAX = 1024 * 1024
-
-interface ForwardBatch {
-  leader: string
-  bytes: number
-  items: Array<{ data: Uint8Array; resolve: (response: ReplicaResponse) => void; reject: (error: unknown) => void }>
-}
 
 export class RaftReplica implements Cluster {
   private readonly core: RaftCore
@@ -356,17 +356,23 @@ export class RaftReplica implements Cluster {
     this.kick()
   }
 
-  private async onPeerRequest(from: string, request: ReplicaRequest): Promise<ProposeResponse | { ok: true; members?: Record<string, string> }> {
+  private async onPeerRequest(from: string, request: ReplicaRequest): Promise<ReplicaResponse | ProposeResponse | { ok: true; members?: Record<string, string> }> {
     if (request?.kind === 'snapshot') return this.receiveSnapshotChunk(from, request)
     if (request?.kind === 'join') return { ok: true, ...(await this.joinAsLeader(request.node, request.address)) }
     if (request?.kind === 'remove') {
       await this.removeAsLeader(request.node)
       return { ok: true }
     }
-    if (request?.kind !== 'propose' || !Array.isArray(request.commands)) throw new WardenError('invalid_input', 'unknown replica request')
+    if (request?.kind === 'propose') {
+      if (this.role !== 'leader') throw new WardenError('no_leader', 'this node is no longer the leader; retry')
+      return this.proposeLocally(commandBytes(request.data))
+    }
+    if (request?.kind !== 'propose-batch' || !Array.isArray(request.commands)) throw new WardenError('invalid_input', 'unknown replica request')
+    // Checked whole before anything is proposed: a refusal of the request must mean that none of it was applied.
+    const commands = request.commands.map(commandBytes)
     if (this.role !== 'leader') throw new WardenError('no_leader', 'this node is no longer the leader; retry')
     // Each command succeeds or fails on its own (one may be refused as rate_limited while the others commit).
-    const settled = await Promise.allSettled(request.commands.map((data) => this.proposeLocally(new Uint8Array(data))))
+    const settled = await Promise.allSettled(commands.map((data) => this.proposeLocally(data)))
     return {
       outcomes: settled.map((outcome) => {
         if (outcome.status === 'fulfilled') return outcome.value
@@ -465,6 +471,8 @@ export class RaftReplica implements Cluster {
 
   /** Forwarded commands waiting for the end of this turn of the event loop, when they leave in one request. */
   private forwardBatch: ForwardBatch | undefined
+  /** Counts for operators (GET /v1/operator/raft/state): how much write traffic came through this node. */
+  private readonly forwarded = { writes: 0, requests: 0 }
 
   /**
    * Forwards a command to the leader with every other command this node's callers send during the same turn of the
@@ -496,23 +504,39 @@ export class RaftReplica implements Cluster {
       for (const item of items) item.reject(error)
       return
     }
-    const { leader } = batch
-    const request: ReplicaRequest = { kind: 'propose', commands: items.map((item) => item.data) }
+    // Nothing has left yet, so the batch may follow a leader change that happened since it opened.
+    if (this.role === 'leader') {
+      for (const item of items) this.proposeLocally(item.data).then(item.resolve, item.reject)
+      return
+    }
+    const leader = this.leaderId ?? batch.leader
+    const request: ReplicaRequest = { kind: 'propose-batch', commands: items.map((item) => item.data) }
+    this.forwarded.requests += 1
+    this.forwarded.writes += items.length
     this.options.transport.request(leader, request, this.applyWaitMs).then(
-      (response) => {
-        const { outcomes } = response as ProposeResponse
-        for (const [n, item] of items.entries()) {
-          const outcome = outcomes[n]
-          if (outcome === undefined) item.reject(new WardenError('outcome_unknown', `the leader ${leader} did not answer for this write; it may or may not have been applied`))
-          else if ('error' in outcome) item.reject(errorFromWire(outcome.error))
-          else item.resolve(outcome)
-        }
-      },
+      (response) => settleForwarded(leader, items, response),
       (error: unknown) => {
+        // A leader that does not know batches (an older build, during a rolling upgrade) refuses the request whole,
+        // before proposing any of it: send the commands one by one, as that build expects.
+        if (error instanceof WardenError && error.code === 'invalid_input') {
+          this.forwarded.requests += items.length
+          for (const item of items) this.forwardOne(leader, item.data).then(item.resolve, item.reject)
+          return
+        }
         const failure = forwardFailure(leader, error)
         for (const item of items) item.reject(failure)
       },
     )
+  }
+
+  private async forwardOne(leader: string, data: Uint8Array): Promise<ReplicaResponse> {
+    try {
+      const response = (await this.options.transport.request(leader, { kind: 'propose', data } satisfies ReplicaRequest, this.applyWaitMs)) as Partial<ReplicaResponse>
+      if (typeof response?.index !== 'number' || typeof response.result !== 'object') throw new WardenError('outcome_unknown', `the leader ${leader} answered in a form this node does not know; the write may or may not have been applied`)
+      return response as ReplicaResponse
+    } catch (error) {
+      throw forwardFailure(leader, error)
+    }
   }
 
   private proposeLocally(data: Uint8Array): Promise<ReplicaResponse> {
@@ -851,6 +875,8 @@ export class RaftReplica implements Cluster {
       appliedIndex: this.options.state.lastApplied,
       lastIndex: status.lastIndex,
       lastContactMs: this.lastContactMs(),
+      forwardedWrites: this.forwarded.writes,
+      forwardedRequests: this.forwarded.requests,
     }
   }
 
@@ -904,14 +930,4 @@ export class RaftReplica implements Cluster {
     this.rejectAll(new WardenError('outcome_unknown', 'this node is shutting down; the write may or may not have been applied'))
     while (this.processing) await new Promise((resolve) => setTimeout(resolve, 5))
   }
-}
-
-/** What a failed forward means for its writes: whether the leader may have them decides between retry and unknown. */
-function forwardFailure(leader: string, error: unknown): unknown {
-  if (error instanceof WardenError) return error
-  if (error instanceof TransportError) {
-    if (error.delivered === 'no') return new WardenError('no_leader', `the leader ${leader} could not be reached; the write was not applied, retry`, undefined, { cause: error })
-    return new WardenError('outcome_unknown', `the leader ${leader} did not answer in time; the write may or may not have been applied`, undefined, { cause: error })
-  }
-  return error
 }

@@ -132,7 +132,7 @@ export class SingleNodeReplica implements Cluster {
 
   raftState(): RaftState {
     const index = this.log.lastIndex
-    return { node: this.nodeName, role: 'leader', term: 1, leader: this.nodeName, commitIndex: index, appliedIndex: this.state.lastApplied, lastIndex: index, lastContactMs: 0 }
+    return { node: this.nodeName, role: 'leader', term: 1, leader: this.nodeName, commitIndex: index, appliedIndex: this.state.lastApplied, lastIndex: index, lastContactMs: 0, forwardedWrites: 0, forwardedRequests: 0 }
   }
 
   membership(): { index: number; servers: Array<{ id: string; address: string; voter: boolean }> } {

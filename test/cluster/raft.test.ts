@@ -92,6 +92,11 @@ describe('a three-node Raft cluster of real processes', function () {
     // Reads first open the connections, so the writes then arrive together over them and the follower forwards
     // them to the leader in a few batches (on fresh connections they would trickle in, one per turn).
     await Promise.all(Array.from({ length: 32 }, () => follower.request('GET', '/v1/acl/policies?stale')))
+    const forwarded = async (): Promise<{ writes: number; requests: number }> => {
+      const state = (await follower.request('GET', '/v1/operator/raft/state')).body
+      return { writes: state.ForwardedWrites, requests: state.ForwardedRequests }
+    }
+    const before = await forwarded()
     const names = [...Array.from({ length: 30 }, (_, n) => `${prefix}-${n}`), `${prefix}-dup`, `${prefix}-dup`]
     const responses = await Promise.all(names.map((name) => follower.request('PUT', '/v1/acl/policy', { body: { Name: name } })))
     const created = responses.filter((response) => response.status === 200)
@@ -105,6 +110,10 @@ describe('a three-node Raft cluster of real processes', function () {
     expect(new Set(created.map((response) => response.body.CreateIndex as number)).size).to.equal(31)
     const visible = await policyNames(follower, 'stale')
     for (const name of new Set(names)) expect(visible.has(name), name).to.equal(true)
+    // Every write was forwarded, in fewer requests than writes.
+    const after = await forwarded()
+    expect(after.writes - before.writes).to.equal(names.length)
+    expect(after.requests - before.requests).to.be.above(0).and.below(names.length)
   })
 
   it('serves stale, default and consistent reads on every node with the consistency headers', async () => {

@@ -50,6 +50,8 @@ async function raftState(ctx: ApiContext): Promise<void> {
     AppliedIndex: state.appliedIndex,
     LastIndex: state.lastIndex,
     LastContactMs: state.lastContactMs,
+    ForwardedWrites: state.forwardedWrites,
+    ForwardedRequests: state.forwardedRequests,
   }
 }
 
