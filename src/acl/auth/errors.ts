@@ -30,6 +30,19 @@ export class IdentityServiceError extends PermissionDeniedError {
   }
 }
 
+/**
+ * A URL as the log may show it: scheme, host and path. Credentials in its user part and its query (an access token
+ * in a JWKS URL, say) stay out of the log, as every secret does.
+ */
+export function loggableUrl(url: string | URL): string {
+  try {
+    const parsed = typeof url === 'string' ? new URL(url) : url
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}${parsed.search === '' ? '' : '?…'}`
+  } catch {
+    return '(a URL that does not parse)'
+  }
+}
+
 /** A binding or namespace rule matched but cannot be applied to this identity (an interpolated name is not valid). */
 export class BindingError extends PermissionDeniedError {
   override readonly name = 'BindingError'

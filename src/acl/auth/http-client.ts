@@ -6,7 +6,7 @@
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import { IdentityServiceError } from './errors.js'
+import { IdentityServiceError, loggableUrl } from './errors.js'
 
 export const OUTBOUND_TIMEOUT_MS_DEFAULT = 10_000
 /** JWKS documents, discovery documents and TokenReview answers are a few KiB; 1 MiB is far above any real one. */
@@ -59,12 +59,12 @@ export async function requestJson(what: string, url: string, options: JsonReques
     text = await readBounded(response, bytesMax)
   } catch (error) {
     const reason = signal.aborted ? `no answer within ${timeoutMs} ms` : (error as Error).message
-    throw new IdentityServiceError(`${what} failed: ${signal.aborted ? reason : 'the connection failed'}`, `${what} at ${url} failed: ${reason}`)
+    throw new IdentityServiceError(`${what} failed: ${signal.aborted ? reason : 'the connection failed'}`, `${what} at ${loggableUrl(url)} failed: ${reason}`)
   }
   try {
     return { status, body: JSON.parse(text) as unknown }
   } catch {
-    throw new IdentityServiceError(`${what} answered ${status} with a body that is not JSON`, `${what} at ${url} answered ${status} with a body that is not JSON`)
+    throw new IdentityServiceError(`${what} answered ${status} with a body that is not JSON`, `${what} at ${loggableUrl(url)} answered ${status} with a body that is not JSON`)
   }
 }
 

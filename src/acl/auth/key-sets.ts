@@ -9,7 +9,7 @@
  * recently used.
  */
 import { compactVerify, createLocalJWKSet, errors, type CryptoKey, type JSONWebKeySet, type JWSAlgorithm, type LocalJWKSet } from 'jose'
-import { IdentityServiceError, InvalidBearerTokenError } from './errors.js'
+import { IdentityServiceError, InvalidBearerTokenError, loggableUrl } from './errors.js'
 import { requestJson } from './http-client.js'
 
 export interface KeySetSource {
@@ -169,12 +169,12 @@ export class JwksCache {
 
 async function fetchKeySet(source: KeySetSource): Promise<LocalJWKSet> {
   const { status, body } = await requestJson('fetching the JWKS', source.url, source.caCert === undefined ? {} : { caCert: source.caCert })
-  if (status !== 200) throw new IdentityServiceError(`fetching the JWKS answered ${status}`, `fetching the JWKS at ${source.url} answered ${status}`)
+  if (status !== 200) throw new IdentityServiceError(`fetching the JWKS answered ${status}`, `fetching the JWKS at ${loggableUrl(source.url)} answered ${status}`)
   try {
     return createLocalJWKSet(body as JSONWebKeySet)
   } catch (error) {
     const reason = `is not a valid JSON Web Key Set (${(error as Error).message})`
-    throw new IdentityServiceError(`the JWKS ${reason}`, `the JWKS at ${source.url} ${reason}`)
+    throw new IdentityServiceError(`the JWKS ${reason}`, `the JWKS at ${loggableUrl(source.url)} ${reason}`)
   }
 }
 
@@ -243,17 +243,17 @@ async function discover(discoveryUrl: string, caCert: string | undefined): Promi
   const base = discoveryUrl.replace(/\/+$/, '')
   const url = `${base}/.well-known/openid-configuration`
   const { status, body } = await requestJson('OIDC discovery', url, caCert === undefined ? {} : { caCert })
-  if (status !== 200) throw new IdentityServiceError(`OIDC discovery answered ${status}`, `OIDC discovery at ${url} answered ${status}`)
+  if (status !== 200) throw new IdentityServiceError(`OIDC discovery answered ${status}`, `OIDC discovery at ${loggableUrl(url)} answered ${status}`)
   const document = (typeof body === 'object' && body !== null ? body : {}) as { issuer?: unknown; jwks_uri?: unknown }
   if (typeof document.issuer !== 'string' || typeof document.jwks_uri !== 'string') {
-    throw new IdentityServiceError('the OIDC discovery document lacks issuer or jwks_uri', `the OIDC discovery document at ${url} lacks issuer or jwks_uri`)
+    throw new IdentityServiceError('the OIDC discovery document lacks issuer or jwks_uri', `the OIDC discovery document at ${loggableUrl(url)} lacks issuer or jwks_uri`)
   }
   // As go-oidc: a provider must name itself with the URL it was discovered at, or anyone serving the document could
   // claim to be it.
   if (document.issuer.replace(/\/+$/, '') !== base) {
     throw new IdentityServiceError(
       'the OIDC discovery document names an issuer other than the URL it was discovered at',
-      `the OIDC discovery document at ${url} names issuer ${JSON.stringify(document.issuer)}, not ${JSON.stringify(discoveryUrl)}`,
+      `the OIDC discovery document at ${loggableUrl(url)} names issuer ${JSON.stringify(document.issuer)}, not ${JSON.stringify(loggableUrl(discoveryUrl))}`,
     )
   }
   return { issuer: document.issuer, jwksUri: document.jwks_uri }

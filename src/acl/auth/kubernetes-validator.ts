@@ -6,7 +6,7 @@
  * `consul.hashicorp.com/service-name` annotation to override the name; warden does not (see README, Divergences).
  */
 import { decodeProtectedHeader } from 'jose'
-import { IdentityServiceError, InvalidBearerTokenError } from './errors.js'
+import { IdentityServiceError, InvalidBearerTokenError, loggableUrl } from './errors.js'
 import { requestJson } from './http-client.js'
 import { kubernetesIdentity, type Identity } from './identity.js'
 
@@ -41,7 +41,7 @@ export async function validateKubernetes(config: KubernetesConfig, bearerToken: 
   if (status !== 200 && status !== 201) {
     const message = typeof body === 'object' && body !== null && typeof (body as { message?: unknown }).message === 'string' ? `: ${(body as { message: string }).message}` : ''
     // The API server's message names the reviewer's service account: the operator's log gets it, the caller does not.
-    throw new IdentityServiceError(`the Kubernetes TokenReview request answered ${status}`, `the Kubernetes TokenReview request at ${url} answered ${status}${message}`)
+    throw new IdentityServiceError(`the Kubernetes TokenReview request answered ${status}`, `the Kubernetes TokenReview request at ${loggableUrl(url)} answered ${status}${message}`)
   }
   const review = (typeof body === 'object' && body !== null ? (body as { status?: TokenReviewStatus }).status : undefined) ?? {}
   if (typeof review.error === 'string' && review.error !== '') throw new InvalidBearerTokenError(`the Kubernetes TokenReview refused it: ${review.error}`)

@@ -118,6 +118,22 @@ describe('JWKS cache', () => {
     expect(fetches).to.equal(2)
   })
 
+  it('logs where a failed fetch went without the credentials or query of its URL, and tells the caller neither', async () => {
+    const keys = cache()
+    served.status = 503
+    const withSecrets = new URL(url)
+    withSecrets.username = 'user'
+    withSecrets.password = 'pass-word'
+    withSecrets.search = '?access_token=s3cret'
+    const error = await keys.verify(await sign(first, {}), { url: withSecrets.href }, ['ES256']).catch((caught: unknown) => caught)
+    expect(error).to.be.instanceOf(IdentityServiceError)
+    const { logDetail, message } = error as IdentityServiceError
+    expect(logDetail).to.include(`${withSecrets.host}${withSecrets.pathname}`).and.include('answered 503')
+    for (const text of [logDetail, message]) expect(text).to.not.match(/pass-word|s3cret|user@/)
+    expect(message).to.not.include(withSecrets.host)
+    served.status = 200
+  })
+
   it('refuses a token whose algorithm is not allowed', async () => {
     const keys = cache()
     let error: unknown
