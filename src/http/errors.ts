@@ -25,7 +25,36 @@ export function errorBody(code: ErrorCode, message: string, field?: string): Rec
   return field === undefined ? { Error: message, Code: code } : { Error: message, Code: code, Field: field }
 }
 
-export function errorMiddleware(log: Logger) {
+/**
+ * Lines about one failure (the same message and detail) logged at most once per interval; the next one says how many
+ * were left out. Anyone may attempt a login, so a down identity service must not let them write a log line each.
+ */
+export class LogLimiter {
+  private readonly last = new Map<string, { atMs: number; suppressed: number }>()
+
+  constructor(
+    private readonly intervalMs = 10_000,
+    private readonly now: () => number = Date.now,
+    private readonly keysMax = 256,
+  ) {}
+
+  /** Whether to log the line with this key now, and how many like it were suppressed since the last one logged. */
+  admit(key: string): { log: boolean; suppressed: number } {
+    const nowMs = this.now()
+    const seen = this.last.get(key)
+    if (seen !== undefined && nowMs - seen.atMs < this.intervalMs) {
+      seen.suppressed += 1
+      return { log: false, suppressed: 0 }
+    }
+    // Bounded: when full, the oldest key is forgotten (its next line is logged, which errs on the side of the log).
+    if (seen === undefined && this.last.size >= this.keysMax) this.last.delete(this.last.keys().next().value!)
+    this.last.delete(key)
+    this.last.set(key, { atMs: nowMs, suppressed: 0 })
+    return { log: true, suppressed: seen?.suppressed ?? 0 }
+  }
+}
+
+export function errorMiddleware(log: Logger, limiter = new LogLimiter()) {
   return async function mapErrors(ctx: Context, next: Next): Promise<void> {
     try {
       await next()
@@ -36,7 +65,10 @@ export function errorMiddleware(log: Logger) {
         if (error.code === 'outcome_unknown' || error.code === 'internal') log.warn({ err: error, path: ctx.path }, error.message)
         // What the caller may not see (where an identity service is) but the operator needs to fix it.
         const logDetail = (error as { logDetail?: unknown }).logDetail
-        if (typeof logDetail === 'string') log.warn({ path: ctx.path, detail: logDetail }, error.message)
+        if (typeof logDetail === 'string') {
+          const { log: admitted, suppressed } = limiter.admit(`${error.message}\u0000${logDetail}`)
+          if (admitted) log.warn({ path: ctx.path, detail: logDetail, ...(suppressed > 0 ? { suppressed } : {}) }, error.message)
+        }
         return
       }
       // Koa's own errors (a client that hung up, a malformed URL) carry an exposable status below 500.
