@@ -18,6 +18,20 @@ import { configRoutes } from './routes/config.js'
 import { linkRoutes } from './routes/link.js'
 import { operatorRoutes } from './routes/operator.js'
 
+/**
+ * A write is authorized (its token resolved, its auth method and rules read) from this node's state, and that state
+ * must hold every write acknowledged before the request came: else a token whose deletion was acknowledged could
+ * still write through a follower that had not applied the delete, and a token just created could not. So a follower
+ * first catches up to the leader's commit index (one ReadIndex round, shared by the requests of the turn), as a
+ * default read does. The leader needs no round: it acknowledges a write only after applying it. Without a leader this
+ * fails with no_leader after the leader wait, as the write would.
+ */
+async function catchUpBeforeWrite(ctx: ApiContext): Promise<void> {
+  if (ctx.method === 'GET' || ctx.method === 'HEAD' || ctx.method === 'OPTIONS') return
+  const { cluster } = ctx.state.app
+  if (!cluster.isLeader()) await cluster.readBarrier('leader')
+}
+
 export function createApp(services: AppServices): Koa {
   const app = new Koa()
   app.proxy = false
@@ -43,6 +57,7 @@ export function createApp(services: AppServices): Koa {
     if (typeof dc === 'string' && dc !== '' && dc !== services.settings.datacenter) {
       throw new InvalidInputError('dc', `no path to datacenter ${JSON.stringify(dc)}`)
     }
+    await catchUpBeforeWrite(ctx as ApiContext)
     await next()
     if (ctx.body !== undefined && ctx.body !== null && typeof ctx.body === 'object' && !Buffer.isBuffer(ctx.body) && Object.hasOwn(ctx.query, 'pretty')) {
       ctx.body = JSON.stringify(ctx.body, null, 4)

@@ -116,6 +116,39 @@ describe('a three-node Raft cluster of real processes', function () {
     expect(after.requests - before.requests).to.be.above(0).and.below(names.length)
   })
 
+  it('a write on a follower is authorized by the token as the leader knows it: deleted tokens are refused, new ones found', async () => {
+    const leader = cluster.node(await cluster.leader())
+    const follower = cluster.node(cluster.followers(await cluster.leader())[0]!)
+    const management = (await leader.request('GET', '/v1/acl/policy/name/global-management')).body.ID as string
+    // Writes through the leader in the background keep the followers' apply busy, so that they lag the leader by a
+    // batch now and then, as under load: that is when a follower's own state would answer wrongly.
+    let loading = true
+    const load = Promise.all(
+      Array.from({ length: 8 }, async (_, worker) => {
+        for (let n = 0; loading; n++) await leader.request('PUT', '/v1/acl/token', { body: { Description: `load-${worker}-${n}` } })
+      }),
+    )
+    try {
+      for (let round = 0; round < 30; round++) {
+        const created = await leader.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: management }] } })
+        expect(created.status, created.text).to.equal(200)
+        // Acknowledged by the leader, then used at once on the follower: it must be found there.
+        const fresh = await follower.request('PUT', '/v1/acl/policy', { token: created.body.SecretID, body: { Name: `fresh-${round}-${Date.now()}` } })
+        expect(fresh.status, `round ${round}: ${fresh.text}`).to.equal(200)
+        const deleted = await leader.request('DELETE', `/v1/acl/token/${created.body.AccessorID}`)
+        expect(deleted.body).to.equal(true)
+        // Deleted and acknowledged: no write may pass with it any more, on any node.
+        const name = `revoked-${round}-${Date.now()}`
+        const revoked = await follower.request('PUT', '/v1/acl/policy', { token: created.body.SecretID, body: { Name: name } })
+        expect(revoked.status, `round ${round}: ${revoked.text}`).to.equal(403)
+        expect((await leader.request('GET', `/v1/acl/policy/name/${name}?consistent`)).status).to.equal(404)
+      }
+    } finally {
+      loading = false
+      await load
+    }
+  })
+
   it('serves stale, default and consistent reads on every node with the consistency headers', async () => {
     const leader = await cluster.leader()
     for (const agent of cluster.running()) {
