@@ -91,6 +91,12 @@ const SNAPSHOT_CHUNK_TIMEOUT_MS = 30_000
 /** How long the leader waits for a joining server to catch up before leaving it a non-voter. */
 const PROMOTION_WAIT_MS = 120_000
 
+/**
+ * Pause before a write that was refused as not applied (its leader went away) is tried again: a follower learns of a
+ * dead leader only after an election timeout, so trying at once would only fail again.
+ */
+const RETRY_PAUSE_MS = 50
+
 /** Bound on proposals waiting for their entries to apply, and on reads waiting for their read index. */
 const WAITING_MAX = 16_384
 
@@ -457,13 +463,22 @@ export class RaftReplica implements Cluster {
     const data = encodeCommand(command)
     const deadline = Date.now() + this.leaderWaitMs
     for (;;) {
-      if (this.role === 'leader') return (await this.proposeLocally(data)).result
-      const leader = this.leaderId
-      if (leader !== null) {
-        const response = await this.forward(leader, data)
-        // Serve the caller's next read from this node with its own write in it.
-        await this.afterApplied(response.index, Math.min(this.applyWaitMs, 5_000)).catch(() => undefined)
-        return response.result
+      try {
+        if (this.role === 'leader') return (await this.proposeLocally(data)).result
+        const leader = this.leaderId
+        if (leader !== null) {
+          const response = await this.forward(leader, data)
+          // Serve the caller's next read from this node with its own write in it.
+          await this.afterApplied(response.index, Math.min(this.applyWaitMs, 5_000)).catch(() => undefined)
+          return response.result
+        }
+      } catch (error) {
+        // no_leader means the write was not applied: the leader it went to died, stepped down or lost the entry to a
+        // new leader. Until the leader wait is up it is tried again, as a write that found no leader at first waits
+        // for one, so a failover does not surface as errors. Any other failure is the caller's to see.
+        if (!(error instanceof WardenError) || error.code !== 'no_leader' || this.stopped || this.failed || Date.now() >= deadline) throw error
+        await new Promise((resolve) => setTimeout(resolve, Math.min(RETRY_PAUSE_MS, Math.max(0, deadline - Date.now()))))
+        continue
       }
       await this.waitForLeader(deadline)
     }

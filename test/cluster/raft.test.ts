@@ -207,6 +207,19 @@ describe('a three-node Raft cluster of real processes', function () {
     expect((woken.body as Array<{ Name: string }>).map((role) => role.Name)).to.include('wakes-the-follower')
   })
 
+  it('a write sent to a follower just after kill -9 of the leader waits for the next leader instead of failing', async () => {
+    const leader = await cluster.leader()
+    const follower = cluster.node(cluster.followers(leader)[0]!)
+    await cluster.kill(leader)
+    // The follower still believes in the dead leader for up to an election timeout: its forwards fail as not
+    // delivered, which must lead to a retry within the leader wait (7 s), not to a 503.
+    const started = Date.now()
+    const results = await Promise.all(Array.from({ length: 5 }, (_, n) => createPolicy(follower, `after-leader-kill-${started}-${n}`)))
+    expect(results).to.deep.equal(['ok', 'ok', 'ok', 'ok', 'ok'])
+    expect(Date.now() - started).to.be.below(7_000)
+    await cluster.restart(leader)
+  })
+
   it('keeps writing through kill -9 of a follower, and the restarted follower catches up', async () => {
     const leader = await cluster.leader()
     const victim = cluster.followers(leader)[0]!
