@@ -99,7 +99,17 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
           ? result.modifyIndex > blocking.index
           : tableIndex > blocking.index
         : tableIndex > blocking.index
-      if (ready || Date.now() >= deadline || ctx.state.app.closing.aborted) break
+      if (ready || ctx.state.app.closing.aborted) break
+      if (Date.now() >= deadline) {
+        // The wait ran out with nothing new here. That may be because this node is cut off from the leader: before
+        // the answer says `leader` or `consistent`, confirm with the leader as at the start (no_leader if it cannot),
+        // and answer with what it confirms. A stale read answers from here, as always.
+        if (effective !== 'stale') {
+          await cluster.readBarrier(effective)
+          result = await run()
+        }
+        break
+      }
       const watchKey = result.modifyIndex !== undefined ? spec.recordKey : undefined
       const woke = await waitForChange(ctx, spec.table, watchKey, deadline, settings.blockingQueriesMax)
       if (woke === 'gone') return

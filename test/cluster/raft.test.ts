@@ -301,6 +301,28 @@ describe('a three-node cluster that loses its quorum, or its leader stops cleanl
     await cluster.ready()
   })
 
+  it('a blocking query whose node loses its quorum while it waits is a 503 at the end of its wait, unless it is stale', async () => {
+    const leader = await cluster.leader()
+    const [survivor, other] = cluster.followers(leader)
+    const agent = cluster.node(survivor!)
+    const index = Number((await agent.request('GET', '/v1/acl/policies')).headers.get('x-service-index'))
+    const queries = ['', '&consistent', '&stale'].map((mode) => agent.request('GET', `/v1/acl/policies?index=${index}&wait=1s${mode}`))
+    // The queries passed their first barrier and wait; then the node is left alone.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await cluster.kill(leader)
+    await cluster.kill(other!)
+    const [byDefault, consistent, stale] = await Promise.all(queries)
+    for (const answer of [byDefault!, consistent!]) {
+      expect(answer.status, answer.text).to.equal(503)
+      expect(answer.body.Code).to.equal('no_leader')
+    }
+    expect(stale!.status).to.equal(200)
+    expect(stale!.headers.get('x-service-effective-consistency')).to.equal('stale')
+    await cluster.restart(leader)
+    await cluster.restart(other!)
+    await cluster.ready()
+  })
+
   it('without a quorum, refuses writes and non-stale reads with 503 no_leader after raft.leader_wait, and serves stale reads', async () => {
     const leader = await cluster.leader()
     const [survivor, other] = cluster.followers(leader)
