@@ -46,7 +46,8 @@ function parse(argv: string[]): Options {
       const text = value()
       options.nodes = Number(text)
       if (!/^[1-9]$/.test(text)) throw new UsageError(`--nodes: must be an integer from 1 to 9, not ${JSON.stringify(text)}`)
-    } else if (argument.startsWith('-')) throw new UsageError(`unknown option ${argument}`)
+    } else if (argument === '--help' || argument === '-h') options.positional.unshift('help')
+    else if (argument.startsWith('-')) throw new UsageError(`unknown option ${argument}`)
     else options.positional.push(argument)
   }
   return options

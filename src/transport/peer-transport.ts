@@ -729,9 +729,10 @@ function validatePeer(name: string, address: string): void {
   }
 }
 
-/** A child logger for this module; the node name is added unless the parent already carries one. */
+/** A child logger for this module; the module and node name are added unless the parent already carries them. */
 function transportLogger(parent: Logger, nodeName: string): Logger {
-  return parent.bindings()['node'] === undefined ? parent.child({ module: 'transport', node: nodeName }) : parent.child({ module: 'transport' })
+  const bindings = parent.bindings()
+  return parent.child({ ...(bindings['module'] === undefined ? { module: 'transport' } : {}), ...(bindings['node'] === undefined ? { node: nodeName } : {}) })
 }
 
 /** Uniform in [0, 1) from node:crypto (48 random bits is as many as randomInt gives). */
