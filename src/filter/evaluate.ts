@@ -27,16 +27,35 @@ const ABSENT_KEY_DISPOSITION: Record<MatchExpression['operator'], boolean> = {
 const CANONICAL_INDEX = /^(?:0|[1-9][0-9]*)$/
 const NUMBER_TEXT = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/
 
-export function evaluateFilter(expression: FilterExpression, target: unknown): boolean {
+/** Work left to a compiled filter (index.ts, FILTER_WORK_MAX); evaluation spends from it and throws when it runs out. */
+export interface FilterBudget {
+  remaining: number
+}
+
+/** The filter's calls together needed more work than its budget allows. */
+export class FilterBudgetError extends Error {
+  override readonly name = 'FilterBudgetError'
+}
+
+const UNLIMITED: FilterBudget = { remaining: Number.POSITIVE_INFINITY }
+
+function spend(budget: FilterBudget, units: number): void {
+  budget.remaining -= units
+  if (budget.remaining < 0) {
+    throw new FilterBudgetError('needs too much work over these entries (long patterns matched against long values); narrow it down')
+  }
+}
+
+export function evaluateFilter(expression: FilterExpression, target: unknown, budget: FilterBudget = UNLIMITED): boolean {
   switch (expression.kind) {
     case 'or':
-      return evaluateFilter(expression.left, target) || evaluateFilter(expression.right, target)
+      return evaluateFilter(expression.left, target, budget) || evaluateFilter(expression.right, target, budget)
     case 'and':
-      return evaluateFilter(expression.left, target) && evaluateFilter(expression.right, target)
+      return evaluateFilter(expression.left, target, budget) && evaluateFilter(expression.right, target, budget)
     case 'not':
-      return !evaluateFilter(expression.operand, target)
+      return !evaluateFilter(expression.operand, target, budget)
     case 'match':
-      return evaluateMatch(expression, target)
+      return evaluateMatch(expression, target, budget)
     default:
       return unreachable(expression, 'unknown filter expression')
   }
@@ -67,10 +86,11 @@ export function selectorsOf(expression: FilterExpression): string[][] {
  *   end of an array) is where go-bexpr fails the whole filter; readings.md makes it "does not match (no error)", so no
  *   operator matches: `Protocl != "http"`, a misspelt field, selects nothing. `not` still negates the whole match.
  */
-function evaluateMatch(match: MatchExpression, target: unknown): boolean {
+function evaluateMatch(match: MatchExpression, target: unknown, budget: FilterBudget): boolean {
   const found = resolve(match.selector, target)
   if (found === MISSING) return false
   if (found === ABSENT_KEY) return ABSENT_KEY_DISPOSITION[match.operator]
+  if (typeof found === 'string') spend(budget, 'pattern' in match ? (match.pattern.source.length + 1) * found.length : found.length)
   switch (match.operator) {
     case '==':
       return equalsText(found, match.value.text)

@@ -329,6 +329,20 @@ describe('config entries', () => {
       expect(await names('Name matches "^flt-[ab]$" and not (Meta.team == b)')).to.deep.equal([`${prefix}-a`])
     })
 
+    it('a filter that needs too much work over the entries is a 400 naming filter, answered quickly', async () => {
+      const names = Array.from({ length: 4 }, (_, n) => `huge-${n}`)
+      try {
+        for (const name of names) await applied({ Kind: kind, Name: name, Meta: { k: 'a'.repeat(100_000) } })
+        const pattern = `(${Array.from({ length: 40 }, (_, n) => 'a'.repeat(n + 1)).join('|')})x`
+        const started = Date.now()
+        const response = await list(kind, `?filter=${encodeURIComponent(`Meta.k matches "${pattern}"`)}`)
+        expectErrorShape(response, 400, 'invalid_input', 'filter')
+        expect(Date.now() - started).to.be.below(2_000)
+      } finally {
+        for (const name of names) await agent.request('DELETE', `/v1/config/${kind}/${name}`)
+      }
+    })
+
     it('a selector naming a field an entry lacks does not match, and is no error', async () => {
       expect(await names('NoSuchField == 1')).to.deep.equal([])
       // Negated operators too: a misspelt top-level field selects nothing rather than everything.

@@ -9,7 +9,7 @@
  */
 import Router from '@koa/router'
 import { InvalidInputError, NotFoundError } from '../../lib/errors.js'
-import { compileFilter, FilterSyntaxError } from '../../filter/index.js'
+import { evaluateFilter, FILTER_WORK_MAX, FilterBudgetError, FilterSyntaxError, parseFilter, type FilterExpression } from '../../filter/index.js'
 import type { ConfigEntryWrite } from '../../state/commands.js'
 import { configEntryKey, configEntryPrefix } from '../../state/config-entries.js'
 import { recordKey } from '../../state/keys.js'
@@ -59,13 +59,25 @@ function casParam(ctx: ApiContext): number | undefined {
   return Number(text)
 }
 
-function compiledFilter(ctx: ApiContext): ((entry: unknown) => boolean) | undefined {
+/** The request's filter, parsed (a syntax error is a 400 naming `filter`), or undefined when there is none. */
+function parsedFilter(ctx: ApiContext): FilterExpression | undefined {
   const source = queryParam(ctx, 'filter')
   if (source === undefined || source.trim() === '') return undefined
   try {
-    return compileFilter(source)
+    return parseFilter(source)
   } catch (error) {
     if (error instanceof FilterSyntaxError) throw new InvalidInputError('filter', error.message)
+    throw error
+  }
+}
+
+/** The entries the filter keeps, within its work budget for one run (FILTER_WORK_MAX); beyond it, a 400. */
+function filterEntries(entries: ConfigEntry[], expression: FilterExpression): ConfigEntry[] {
+  const budget = { remaining: FILTER_WORK_MAX }
+  try {
+    return entries.filter((entry) => evaluateFilter(expression, entry, budget))
+  } catch (error) {
+    if (error instanceof FilterBudgetError) throw new InvalidInputError('filter', error.message)
     throw error
   }
 }
@@ -120,7 +132,7 @@ async function getEntry(ctx: ApiContext): Promise<void> {
 async function listEntries(ctx: ApiContext): Promise<void> {
   const kind = checkKind(ctx.params.kind, 'kind')
   checkDatacenter(ctx)
-  const matches = compiledFilter(ctx)
+  const filter = parsedFilter(ctx)
   let prefix = ''
   const prepare = async (): Promise<{ scope: string }> => {
     const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
@@ -132,7 +144,7 @@ async function listEntries(ctx: ApiContext): Promise<void> {
     const entries = await listRecords<ConfigEntry>(ctx.state.app.state.reader, configSpec, prefix)
     // As Consul does, ACLs drop what the caller may not read before the filter sees anything.
     const readable = entries.filter((entry) => canRead(permissions, kind, entry.Name))
-    return { body: matches === undefined ? readable : readable.filter(matches), filtered: readable.length < entries.length }
+    return { body: filter === undefined ? readable : filterEntries(readable, filter), filtered: readable.length < entries.length }
   })
 }
 

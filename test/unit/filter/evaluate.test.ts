@@ -5,7 +5,7 @@
  * are checked as callers will write them.
  */
 import { expect } from 'chai'
-import { compileFilter, evaluateFilter, FilterSyntaxError, parseFilter } from '../../../src/filter/index.js'
+import { compileFilter, evaluateFilter, FilterBudgetError, FilterSyntaxError, parseFilter } from '../../../src/filter/index.js'
 
 function check(source: string, target: unknown): boolean {
   return evaluateFilter(parseFilter(source), target)
@@ -321,6 +321,27 @@ describe('filter evaluation', () => {
       expect(predicate({ a: { b: 1 } })).to.equal(true)
       expect(predicate(undefined)).to.equal(false)
       expect(predicate({ a: [] })).to.equal(true)
+    })
+  })
+
+  describe('work budget', () => {
+    it('charges a pattern by its length times the value it searches, and stops once the budget is spent', () => {
+      const value = { Name: 'x'.repeat(1_000) }
+      // (4 + 1) × 1000 units per call: two calls fit in 10,000, the third does not.
+      const predicate = compileFilter('Name matches "abcd"', 10_000)
+      expect(predicate(value)).to.equal(false)
+      expect(predicate(value)).to.equal(false)
+      expect(() => predicate(value)).to.throw(FilterBudgetError, /too much work/)
+    })
+
+    it('charges string membership by the length of the value, and nothing for other types', () => {
+      const predicate = compileFilter('abc in Name or Port == 1', 2_500)
+      expect(predicate({ Name: 'y'.repeat(1_000), Port: 1 })).to.equal(true)
+      expect(predicate({ Name: 'y'.repeat(1_000), Port: 1 })).to.equal(true)
+      expect(() => predicate({ Name: 'y'.repeat(1_000), Port: 1 })).to.throw(FilterBudgetError)
+      // Numbers and absent fields cost nothing.
+      const cheap = compileFilter('Port == 1 and Missing != x', 1)
+      for (let n = 0; n < 100; n++) expect(cheap({ Port: 1 })).to.equal(false)
     })
   })
 
