@@ -6,8 +6,35 @@ import type { Context } from 'koa'
 import { InvalidInputError, WardenError } from '../lib/errors.js'
 
 export const BODY_BYTES_MAX = 1024 * 1024
+/**
+ * Bytes of request bodies held at once by every request reading one: each body is bounded, but without this anyone
+ * (a login needs no token) could open hundreds of connections, send most of a body on each and hold them.
+ */
+export const BODIES_IN_FLIGHT_BYTES_MAX = 64 * 1024 * 1024
+/**
+ * How long a body may take to arrive once its request's headers have. The server's request timeout is long for the
+ * sake of blocking queries, whose requests are complete with their headers; a write's body has no reason to trickle.
+ */
+export const BODY_TIMEOUT_MS = 30_000
 
-export function readBody(ctx: Context, limit = BODY_BYTES_MAX): Promise<Buffer> {
+let bodiesInFlightBytes = 0
+
+/** Bytes of request bodies being read right now (for tests and metrics). */
+export function bodiesInFlight(): number {
+  return bodiesInFlightBytes
+}
+
+export interface BodyLimits {
+  /** Bytes of this body (default BODY_BYTES_MAX). */
+  limit?: number
+  /** Milliseconds for it to arrive (default BODY_TIMEOUT_MS). */
+  timeoutMs?: number
+  /** Bytes of all bodies being read at once (default BODIES_IN_FLIGHT_BYTES_MAX). */
+  inFlightMax?: number
+}
+
+export function readBody(ctx: Context, limits: BodyLimits = {}): Promise<Buffer> {
+  const { limit = BODY_BYTES_MAX, timeoutMs = BODY_TIMEOUT_MS, inFlightMax = BODIES_IN_FLIGHT_BYTES_MAX } = limits
   const declared = Number(ctx.get('content-length') || '0')
   if (declared > limit) return Promise.reject(tooLarge(limit))
   const request = ctx.req
@@ -19,21 +46,29 @@ export function readBody(ctx: Context, limit = BODY_BYTES_MAX): Promise<Buffer> 
     const chunks: Buffer[] = []
     let size = 0
     const cleanup = (): void => {
+      clearTimeout(timer)
+      bodiesInFlightBytes -= size
       request.off('data', onData)
       request.off('end', onEnd)
       request.off('error', onError)
       request.off('close', onClose)
     }
+    // Stop reading; the connection is closed after the reply so the rest of the body is never buffered.
+    const refuse = (error: WardenError): void => {
+      cleanup()
+      chunks.length = 0
+      request.pause()
+      ctx.set('Connection', 'close')
+      reject(error)
+    }
+    const timer = setTimeout(() => refuse(new InvalidInputError('body', `did not arrive within ${timeoutMs / 1000} s of the request's headers`)), timeoutMs)
     const onData = (chunk: Buffer): void => {
-      size += chunk.length
-      if (size > limit) {
-        cleanup()
-        // Stop reading; the connection is closed after the reply so the rest of the body is never buffered.
-        request.pause()
-        ctx.set('Connection', 'close')
-        reject(tooLarge(limit))
-        return
+      if (size + chunk.length > limit) return refuse(tooLarge(limit))
+      if (bodiesInFlightBytes + chunk.length > inFlightMax) {
+        return refuse(new WardenError('rate_limited', `body: this node is already reading ${inFlightMax} bytes of request bodies; retry later`, 'body'))
       }
+      size += chunk.length
+      bodiesInFlightBytes += chunk.length
       chunks.push(chunk)
     }
     const onEnd = (): void => {

@@ -6,7 +6,7 @@
 import { expect } from 'chai'
 import { PassThrough } from 'node:stream'
 import type { Context } from 'koa'
-import { readBody } from '../../../src/http/body.js'
+import { bodiesInFlight, readBody } from '../../../src/http/body.js'
 import { WardenError } from '../../../src/lib/errors.js'
 
 function contextOf(request: PassThrough, headers: Record<string, string> = {}): { ctx: Context; set: Record<string, string> } {
@@ -61,15 +61,45 @@ describe('readBody', () => {
   })
 
   it('refuses a body over the limit, declared or sent, and asks for the connection to close', async () => {
-    const declared = await refusal(readBody(contextOf(new PassThrough(), { 'content-length': '11' }).ctx, 10))
+    const declared = await refusal(readBody(contextOf(new PassThrough(), { 'content-length': '11' }).ctx, { limit: 10 }))
     expect(declared.code).to.equal('payload_too_large')
     const request = new PassThrough()
     const { ctx, set } = contextOf(request)
-    const reading = readBody(ctx, 10)
+    const reading = readBody(ctx, { limit: 10 })
     request.write('0123456789ab')
     const sent = await refusal(reading)
     expect(sent.code).to.equal('payload_too_large')
     expect(set.Connection).to.equal('close')
     request.destroy()
+  })
+
+  it('refuses a body that does not arrive within its time, and closes the connection after the reply', async () => {
+    const request = new PassThrough()
+    const { ctx, set } = contextOf(request, { 'content-length': '100' })
+    const reading = readBody(ctx, { timeoutMs: 50 })
+    request.write('{"Name":')
+    const error = await refusal(reading)
+    expect([error.code, error.field]).to.deep.equal(['invalid_input', 'body'])
+    expect(error.message).to.include('did not arrive within')
+    expect(set['Connection']).to.equal('close')
+    expect(bodiesInFlight()).to.equal(0)
+    request.destroy()
+  })
+
+  it('refuses with 429 a body that would take the bytes of all bodies being read past their bound, and frees them after', async () => {
+    const first = new PassThrough()
+    const second = new PassThrough()
+    const holding = readBody(contextOf(first).ctx, { inFlightMax: 100 })
+    first.write(Buffer.alloc(80))
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(bodiesInFlight()).to.equal(80)
+    const refused = readBody(contextOf(second).ctx, { inFlightMax: 100 })
+    second.write(Buffer.alloc(30))
+    const error = await refusal(refused)
+    expect([error.code, error.field]).to.deep.equal(['rate_limited', 'body'])
+    first.end(Buffer.alloc(10))
+    expect((await holding).length).to.equal(90)
+    expect(bodiesInFlight()).to.equal(0)
+    second.destroy()
   })
 })
