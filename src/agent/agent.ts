@@ -16,6 +16,7 @@ import { getByUnique, getRecord, policySpec, secretDigest, tokenSpec } from '../
 import { GLOBAL_MANAGEMENT_POLICY_ID } from '../state/builtins.js'
 import { startReplica } from './replicas.js'
 import { TokenResolver } from '../acl/resolver.js'
+import { answerClientError } from '../http/client-errors.js'
 import { createApp } from '../http/app.js'
 import { cloudSettingsProblem, LinkController, linkFromSettings } from '../controllers/link-controller.js'
 import { TokenReaper } from '../controllers/token-reaper.js'
@@ -151,6 +152,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   linkController.start()
   const httpServer = createHttpServer({ requestTimeout: 15 * 60_000, headersTimeout: 60_000, maxHeaderSize: 64 * 1024 }, app.callback())
   httpServer.keepAliveTimeout = 30_000
+  httpServer.on('clientError', answerClientError)
   // Bounded like everything else: enough for the blocking queries the node allows, and then some.
   httpServer.maxConnections = 32_768
   const httpBound = await listen(httpServer, config.httpAddr.host, config.httpAddr.port)

@@ -7,6 +7,7 @@ import Router from '@koa/router'
 import { InvalidInputError, WardenError } from '../lib/errors.js'
 import type { AppServices, ApiContext } from './context.js'
 import { errorMiddleware } from './errors.js'
+import { LogLimiter } from '../lib/log-limiter.js'
 import { consistencyOf } from './request.js'
 import { tokenRoutes } from './routes/acl-tokens.js'
 import { policyRoutes } from './routes/acl-policies.js'
@@ -32,6 +33,9 @@ async function catchUpBeforeWrite(ctx: ApiContext): Promise<void> {
   if (!cluster.isLeader()) await cluster.readBarrier('leader')
 }
 
+/** Socket and parser errors that a client causes (it hung up, or sent what is not HTTP). */
+const CLIENT_ERROR_CODES = /^(?:HPE_|ECONNRESET$|EPIPE$|ECONNABORTED$|ERR_STREAM_PREMATURE_CLOSE$)/
+
 export function createApp(services: AppServices): Koa {
   const app = new Koa()
   app.proxy = false
@@ -46,6 +50,16 @@ export function createApp(services: AppServices): Koa {
   linkRoutes(router)
   operatorRoutes(router)
 
+  // What Koa could not answer (a client that hung up or broke the protocol mid-body, a socket that failed while the
+  // answer was written) reaches this listener; without one Koa prints each stack to stderr, outside the JSON log.
+  const unanswered = new LogLimiter()
+  app.on('error', (error: Error & { code?: unknown; status?: unknown; expose?: unknown }) => {
+    const code = typeof error.code === 'string' ? error.code : undefined
+    const byClient = error.expose === true || (typeof error.status === 'number' && error.status < 500) || (code !== undefined && CLIENT_ERROR_CODES.test(code))
+    if (byClient) return services.log.debug({ err: error.message, code }, 'client connection error')
+    const { log: admitted, suppressed } = unanswered.admit(error.message)
+    if (admitted) services.log.warn({ err: error, ...(suppressed > 0 ? { suppressed } : {}) }, 'a response could not be completed')
+  })
   app.use(errorMiddleware(services.log))
   app.use(async (ctx, next) => {
     ;(ctx as ApiContext).state.app = services

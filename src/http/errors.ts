@@ -5,6 +5,7 @@
 import type { Context, Next } from 'koa'
 import type { Logger } from 'pino'
 import { WardenError, type ErrorCode } from '../lib/errors.js'
+import { LogLimiter } from '../lib/log-limiter.js'
 
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   invalid_input: 400,
@@ -23,35 +24,6 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
 
 export function errorBody(code: ErrorCode, message: string, field?: string): Record<string, string> {
   return field === undefined ? { Error: message, Code: code } : { Error: message, Code: code, Field: field }
-}
-
-/**
- * Lines about one failure (the same message and detail) logged at most once per interval; the next one says how many
- * were left out. Anyone may attempt a login, so a down identity service must not let them write a log line each.
- */
-export class LogLimiter {
-  private readonly last = new Map<string, { atMs: number; suppressed: number }>()
-
-  constructor(
-    private readonly intervalMs = 10_000,
-    private readonly now: () => number = Date.now,
-    private readonly keysMax = 256,
-  ) {}
-
-  /** Whether to log the line with this key now, and how many like it were suppressed since the last one logged. */
-  admit(key: string): { log: boolean; suppressed: number } {
-    const nowMs = this.now()
-    const seen = this.last.get(key)
-    if (seen !== undefined && nowMs - seen.atMs < this.intervalMs) {
-      seen.suppressed += 1
-      return { log: false, suppressed: 0 }
-    }
-    // Bounded: when full, the oldest key is forgotten (its next line is logged, which errs on the side of the log).
-    if (seen === undefined && this.last.size >= this.keysMax) this.last.delete(this.last.keys().next().value!)
-    this.last.delete(key)
-    this.last.set(key, { atMs: nowMs, suppressed: 0 })
-    return { log: true, suppressed: seen?.suppressed ?? 0 }
-  }
 }
 
 export function errorMiddleware(log: Logger, limiter = new LogLimiter()) {

@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks'
 import type { Logger } from 'pino'
 import type { RawData, WebSocket } from 'ws'
 import { assert, unreachable } from '../lib/assert.js'
+import type { LogLimiter } from '../lib/log-limiter.js'
 import {
   decodeFrame,
   encodeFrame,
@@ -51,6 +52,8 @@ export interface LinkHost {
   readonly handshakeTimeoutMs: number
   readonly keepaliveIntervalMs: number
   readonly log: Logger
+  /** Bounds the warnings about refused or broken connections, which anyone reaching the peer port can cause. */
+  readonly warnings: LogLimiter
   /** Whether `name` is in the peer set (never this node itself). */
   isPeer(name: string): boolean
   /** Called once the peer is authenticated: false to refuse the link as a duplicate of a better one. No side effects. */
@@ -324,14 +327,17 @@ export class Link {
   /** A handshake that failed: logged without secrets (names, addresses and the reason only), counted, closed. */
   private refuse(reason: string, code: number): void {
     if (this.state !== 'handshake') return
-    this.log.warn({ peer: this.peer, reason }, 'peer handshake refused')
+    // Anyone who reaches the peer port can cause these: at most one line per reason per 10 s.
+    const { log: admitted, suppressed } = this.host.warnings.admit(`${this.peer ?? ''}\u0000${reason}`)
+    if (admitted) this.log.warn({ peer: this.peer, reason, ...(suppressed > 0 ? { suppressed } : {}) }, 'peer handshake refused')
     this.host.onHandshakeFailed(this)
     this.close(code, 'handshake refused')
   }
 
   /** An authenticated peer broke the protocol: close the link, never the process. */
   private fail(reason: string, code: number): void {
-    this.log.warn({ peer: this.peer, reason }, 'closing peer link after a bad frame')
+    const { log: admitted, suppressed } = this.host.warnings.admit(`${this.peer ?? ''}\u0000${reason}`)
+    if (admitted) this.log.warn({ peer: this.peer, reason, ...(suppressed > 0 ? { suppressed } : {}) }, 'closing peer link after a bad frame')
     this.close(code, 'bad frame')
   }
 

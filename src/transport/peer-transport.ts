@@ -24,6 +24,7 @@ import { assert } from '../lib/assert.js'
 import { Backoff, type BackoffOptions } from '../lib/backoff.js'
 import { BoundedQueue } from '../lib/bounded-queue.js'
 import { errorFromWire, InvalidInputError, WardenError, type WireError } from '../lib/errors.js'
+import { LogLimiter } from '../lib/log-limiter.js'
 import { TransportError, type Delivery, type TransportErrorCode } from './errors.js'
 import { ADDRESS_CHARS_MAX, encodeFrame, HANDSHAKE_FRAME_BYTES_MAX, isNodeName, type DataFrame } from './frames.js'
 import { ClusterKey } from './handshake.js'
@@ -173,6 +174,8 @@ export class PeerTransport {
   private requestHandler: RequestHandler | undefined
   private peerStateHandler: PeerStateHandler | undefined
   private readonly host: LinkHost
+  /** Bounds the warning about dropped pending handshakes (anyone reaching the peer port can cause it). */
+  private readonly pendingWarnings = new LogLimiter()
 
   private constructor(
     private readonly nodeName: string,
@@ -193,6 +196,7 @@ export class PeerTransport {
       handshakeTimeoutMs: settings.handshakeTimeoutMs,
       keepaliveIntervalMs: settings.keepaliveIntervalMs,
       log,
+      warnings: new LogLimiter(),
       isPeer: (name) => this.peers.has(name),
       shouldKeep: (link) => this.shouldKeep(link),
       onOpen: (link) => this.onOpen(link),
@@ -446,7 +450,8 @@ export class PeerTransport {
     if (this.stopping !== undefined) return ws.terminate()
     if (this.inboundHandshakes.size >= this.settings.handshakesPendingMax) {
       const { handshakesPendingMax } = this.settings
-      this.log.warn({ remoteAddress, handshakesPendingMax }, 'too many pending peer handshakes, dropping a connection')
+      const { log: admitted, suppressed } = this.pendingWarnings.admit('too many pending handshakes')
+      if (admitted) this.log.warn({ remoteAddress, handshakesPendingMax, ...(suppressed > 0 ? { suppressed } : {}) }, 'too many pending peer handshakes, dropping a connection')
       return ws.terminate()
     }
     const link = new Link(ws, 'acceptor', remoteAddress, this.host)

@@ -3,9 +3,9 @@
  * were left out, different failures do not hold each other back, and the keys it remembers are bounded.
  */
 import { expect } from 'chai'
-import { LogLimiter } from '../../../src/http/errors.js'
+import { LogLimiter } from '../../../src/lib/log-limiter.js'
 
-describe('http/errors: LogLimiter', () => {
+describe('lib/log-limiter: LogLimiter', () => {
   it('admits a line once per interval and counts the ones it left out', () => {
     let clock = 0
     const limiter = new LogLimiter(10_000, () => clock)

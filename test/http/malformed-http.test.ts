@@ -1,0 +1,80 @@
+/**
+ * Requests Node's HTTP parser refuses before any route runs still get the one JSON error shape, and a client that
+ * breaks off in the middle of a body leaves a log of JSON lines, not a printed stack. Raw sockets, since no HTTP
+ * client sends such requests.
+ */
+import { expect } from 'chai'
+import { connect } from 'node:net'
+import { startAgent, type AgentProcess } from '../support/agent.js'
+
+/** Sends raw bytes and reads until the server closes the connection (or 5 s pass). */
+function exchange(address: string, bytes: string | Buffer, options: { hangUp?: boolean } = {}): Promise<string> {
+  const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))]
+  return new Promise((resolve, reject) => {
+    // hangUp: the client ends its side right after writing, as one that gives up mid-body does.
+    const socket = connect({ host, port }, () => (options.hangUp === true ? socket.end(bytes) : socket.write(bytes)))
+    const chunks: Buffer[] = []
+    const timer = setTimeout(() => {
+      socket.destroy()
+      resolve(Buffer.concat(chunks).toString('latin1'))
+    }, 5_000)
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    socket.on('error', (error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+    socket.on('close', () => {
+      clearTimeout(timer)
+      resolve(Buffer.concat(chunks).toString('latin1'))
+    })
+  })
+}
+
+function parse(raw: string): { status: number; contentType: string; body: any } {
+  const [head, body] = [raw.slice(0, raw.indexOf('\r\n\r\n')), raw.slice(raw.indexOf('\r\n\r\n') + 4)]
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1])
+  const contentType = /content-type: ([^\r\n]+)/i.exec(head)?.[1] ?? ''
+  return { status, contentType, body: JSON.parse(body) }
+}
+
+describe('requests the HTTP parser refuses', () => {
+  let agent: AgentProcess
+  before(async () => {
+    agent = await startAgent()
+  })
+  after(async () => {
+    await agent.stop()
+  })
+
+  for (const [what, request] of [
+    ['a request line that is not HTTP', 'GARBAGE\r\n\r\n'],
+    ['a header with a NUL byte', 'GET /v1/status/leader HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n'],
+    ['two Content-Length headers that disagree', 'PUT /v1/acl/policy HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}'],
+  ] as const) {
+    it(`answers ${what} with a 400 in the JSON error shape`, async () => {
+      const answer = parse(await exchange(agent.httpAddress, request))
+      expect(answer.status).to.equal(400)
+      expect(answer.contentType).to.equal('application/json')
+      expect(answer.body).to.have.property('Code', 'invalid_input')
+      expect(answer.body.Error).to.match(/^request: is not valid HTTP\/1\.1/)
+    })
+  }
+
+  it('answers headers over 64 KiB with a 431 in the JSON error shape', async () => {
+    const answer = parse(await exchange(agent.httpAddress, `GET /v1/status/leader HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70 * 1024)}\r\n\r\n`))
+    expect(answer.status).to.equal(431)
+    expect(answer.body).to.include({ Code: 'invalid_input' })
+    expect(answer.body.Error).to.match(/^headers: /)
+  })
+
+  it('logs clients that break off a body as JSON, and keeps serving', async () => {
+    const before = agent.logs.length
+    await exchange(agent.httpAddress, 'PUT /v1/acl/policy HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"Na\r\nzz\r\n')
+    await exchange(agent.httpAddress, 'PUT /v1/acl/policy HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"Nam', { hangUp: true })
+    await exchange(agent.httpAddress, 'PUT /v1/acl/policy HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"Name":', { hangUp: true })
+    const status = await agent.request('GET', '/v1/status/leader')
+    expect(status.status).to.equal(200)
+    const lines = agent.logs.slice(before)
+    expect(lines.filter((line) => !line.startsWith('{')), lines.join('\n')).to.deep.equal([])
+  })
+})
