@@ -154,7 +154,9 @@ describe('transport: authentication and hostile peers', () => {
     await sleep(50)
     expect(a.inbox).to.deep.equal([])
     expect(a.peerEvents).to.deep.equal([])
-    expect(a.log.records.filter((record) => record['reason'] === 'peer did not prove the cluster key')).to.have.length(3)
+    // Every refusal is counted; the warning for one reason is logged once per 10 s (anyone can cause them).
+    expect(a.transport.stats().handshakesFailed).to.equal(4)
+    expect(a.log.records.filter((record) => record['reason'] === 'peer did not prove the cluster key')).to.have.length(1)
   })
 
   it('accepts a client that follows the documented handshake with the key, naming it as it proved', async () => {
