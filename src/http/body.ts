@@ -96,15 +96,49 @@ function tooLarge(limit: number): WardenError {
   return new WardenError('payload_too_large', `body: must be at most ${limit} bytes`, 'body')
 }
 
-/** The parsed JSON body; an empty body reads as `undefined`. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
+/** A UTF-16 code unit of a surrogate pair standing alone: with the `u` flag, a whole pair is one code point, not Cs. */
+const LONE_SURROGATE = /\p{Cs}/u
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
+
+/**
+ * The parsed JSON body; an empty body reads as `undefined`. The body must be UTF-8 and its strings valid Unicode:
+ * a lone surrogate (`"\udbff"`) would be stored as U+FFFD by LevelDB's UTF-8 keys and msgpack's strings, so the
+ * record read back would differ from the one acknowledged and hashed; it is a 400 naming the field instead.
+ */
 export async function readJson(ctx: Context): Promise<unknown> {
   const bytes = await readBody(ctx)
-  const text = bytes.toString('utf8').trim()
-  if (text === '') return undefined
+  let text: string
   try {
-    return JSON.parse(text) as unknown
+    text = UTF8.decode(bytes).trim()
+  } catch {
+    throw new InvalidInputError('body', 'is not valid UTF-8')
+  }
+  if (text === '') return undefined
+  let value: unknown
+  try {
+    value = JSON.parse(text) as unknown
   } catch (error) {
     throw new InvalidInputError('body', `is not valid JSON (${(error as Error).message})`)
+  }
+  // A surrogate can only come from a \u escape (the UTF-8 decoding refused any other way): walk only then.
+  if (SURROGATE_ESCAPE.test(text)) checkUnicode(value, '')
+  return value
+}
+
+/** Throws naming the first key or string value holding a lone surrogate. */
+function checkUnicode(value: unknown, path: string): void {
+  const field = path === '' ? 'body' : path
+  if (typeof value === 'string') {
+    if (LONE_SURROGATE.test(value)) throw new InvalidInputError(field, 'must be valid Unicode text (it holds a lone surrogate)')
+  } else if (Array.isArray(value)) {
+    for (const [index, item] of value.entries()) checkUnicode(item, `${path}[${index}]`)
+  } else if (typeof value === 'object' && value !== null) {
+    for (const [key, item] of Object.entries(value)) {
+      const child = path === '' ? key : `${path}.${key}`
+      if (LONE_SURROGATE.test(key)) throw new InvalidInputError(child, 'must be valid Unicode text (a key holds a lone surrogate)')
+      checkUnicode(item, child)
+    }
   }
 }
 

@@ -6,7 +6,7 @@
 import { expect } from 'chai'
 import { PassThrough } from 'node:stream'
 import type { Context } from 'koa'
-import { bodiesInFlight, readBody } from '../../../src/http/body.js'
+import { bodiesInFlight, readBody, readJson } from '../../../src/http/body.js'
 import { WardenError } from '../../../src/lib/errors.js'
 
 function contextOf(request: PassThrough, headers: Record<string, string> = {}): { ctx: Context; set: Record<string, string> } {
@@ -101,5 +101,36 @@ describe('readBody', () => {
     expect((await holding).length).to.equal(90)
     expect(bodiesInFlight()).to.equal(0)
     second.destroy()
+  })
+
+  describe('readJson', () => {
+    async function parsed(bytes: Buffer | string): Promise<unknown> {
+      const request = new PassThrough()
+      const reading = readJson(contextOf(request).ctx)
+      request.end(bytes)
+      return reading
+    }
+
+    it('keeps valid Unicode, surrogate pairs written as escapes included', async () => {
+      expect(await parsed('{"Name":"\\ud83d\\ude00 ok","Meta":{"é":"ü"}}')).to.deep.equal({ Name: '\u{1F600} ok', Meta: { é: 'ü' } })
+    })
+
+    it('refuses a lone surrogate in a value or a key, naming where it is', async () => {
+      for (const [body, field] of [
+        ['{"Description":"a\\udbffb"}', 'Description'],
+        ['{"Meta":{"k":["x","\\udc00"]}}', 'Meta.k[1]'],
+        ['{"Meta":{"\\ud800":"x"}}', 'Meta.\ud800'],
+        ['"\\ud800"', 'body'],
+      ] as const) {
+        const error = await refusal(parsed(body))
+        expect([error.code, error.field], body).to.deep.equal(['invalid_input', field])
+        expect(error.message).to.include('valid Unicode')
+      }
+    })
+
+    it('refuses a body that is not UTF-8', async () => {
+      const error = await refusal(parsed(Buffer.from([0x7b, 0x22, 0x4e, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d])))
+      expect([error.code, error.field, error.message]).to.deep.equal(['invalid_input', 'body', 'body: is not valid UTF-8'])
+    })
   })
 })
