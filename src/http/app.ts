@@ -67,7 +67,9 @@ export function createApp(services: AppServices): Koa {
     // Contradictory consistency flags are refused on every endpoint, reads and writes alike, before anything runs.
     consistencyOf(ctx as ApiContext)
     // Datacenters are not federated yet: a request for another one has no path (readings.md).
-    const dc = ctx.query.dc
+    // A repeated ?dc counts by its first value, as every other parameter does (`?dc=dc2&dc=dc1` is dc2).
+    const dcParam = ctx.query.dc
+    const dc = Array.isArray(dcParam) ? dcParam[0] : dcParam
     if (typeof dc === 'string' && dc !== '' && dc !== services.settings.datacenter) {
       throw new InvalidInputError('dc', `no path to datacenter ${JSON.stringify(dc)}`)
     }

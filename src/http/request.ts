@@ -11,8 +11,9 @@ import type { ApiContext } from './context.js'
 
 /** The secret: `?token=`, then `X-Service-Token`, then `Authorization: Bearer <secret>`. */
 export function secretOf(ctx: ApiContext): string | undefined {
-  const query = ctx.query.token
-  if (typeof query === 'string' && query !== '') return query
+  // A repeated parameter counts by its first value, as every other parameter does.
+  const query = queryString(ctx, 'token')
+  if (query !== undefined && query !== '') return query
   const header = ctx.get('X-Service-Token')
   if (header !== '') return header
   const authorization = ctx.get('Authorization')

@@ -235,6 +235,16 @@ describe('config entries', () => {
       expectErrorShape(await get('service-defaults', 'web', '?dc=dc2'), 400, 'invalid_input', 'dc')
       expectErrorShape(await list('service-defaults', '?dc=dc2'), 400, 'invalid_input', 'dc')
       expectErrorShape(await agent.request('DELETE', '/v1/config/service-defaults/web?dc=dc2'), 400, 'invalid_input', 'dc')
+      // Repeated, dc counts by its first value, as other parameters do.
+      expectErrorShape(await list('service-defaults', '?dc=dc2&dc=dc1'), 400, 'invalid_input', 'dc')
+      expect((await list('service-defaults', '?dc=dc1&dc=dc2')).status).to.equal(200)
+    })
+
+    it('a repeated ?token counts by its first value', async () => {
+      const first = await agent.request('GET', `/v1/config/service-defaults?token=${agent.managementToken}&token=not-a-token`, { token: null })
+      expect(first.status, first.text).to.equal(200)
+      const second = await agent.request('GET', `/v1/config/service-defaults?token=not-a-token&token=${agent.managementToken}`, { token: null })
+      expectErrorShape(second, 403, 'acl_not_found')
     })
 
     it('refuses a cas that is not a non-negative integer', async () => {
