@@ -3,19 +3,17 @@
  * run and one serialized body. Ten thousand blocking queries woken by one write would otherwise each re-run the same
  * list and each serialize it, which costs seconds and hundreds of megabytes at once.
  *
- * Identical means: same method, path and query (less the parameters that only decide when and where the read is
- * served: index, wait, stale, consistent, max_stale, pretty), same secret, same namespace header, same scope (what the
+ * Identical means: same method, path and the query parameters that can change the answer (RESULT_PARAMS in
+ * request.ts; not those that decide when and how it is served, nor ones no route reads), same secret, same
+ * namespace header, same scope (what the
  * route resolved before the read: its record key, its namespace), same applied index. The run resolves the caller
  * itself (serveRead), so permissions are those of that applied index. What else a read's answer depends on is the
  * clock (token expiry): joiners share the first run's clock reading, taken in the same turn of the loop, at most a
  * few milliseconds earlier, never a later turn's.
  */
 import type { ApiContext } from './context.js'
-import { secretOf } from './request.js'
+import { RESULT_PARAMS, secretOf } from './request.js'
 import type { ReadResult } from './read.js'
-
-/** Query parameters that do not change what a read returns. */
-const TIMING_PARAMS = new Set(['index', 'wait', 'stale', 'consistent', 'max_stale', 'pretty'])
 
 /** Bounds the memory of one turn's shared results; beyond it, reads run alone. */
 const MAX_ENTRIES = 1024
@@ -70,17 +68,9 @@ export class ReadCoalescer {
 /** The key of a read for coalescing, or undefined for a request that must run alone. */
 export function coalesceKey(ctx: ApiContext, appliedIndex: number, scope: readonly string[]): string | undefined {
   if (ctx.method !== 'GET') return undefined
-  const query = ctx.querystring
-  let params = ''
-  if (query !== '') {
-    const kept: string[] = []
-    for (const part of query.split('&')) {
-      const name = part.split('=', 1)[0] ?? ''
-      if (!TIMING_PARAMS.has(name)) kept.push(part)
-    }
-    // Order is kept: a repeated parameter's first value is the one that counts.
-    params = kept.join('&')
-  }
+  // Parsed as the routes parse them (Koa's query), so `?fil%74er=` is the filter here as it is there. A repeated
+  // parameter keeps all its values: the first counts, and two requests differing only after it still run apart.
+  const params = RESULT_PARAMS.map((name) => ctx.query[name] ?? null)
   // JSON keeps the parts apart whatever they contain (a secret from ?token may hold any character).
   return JSON.stringify([appliedIndex, ctx.path, params, secretOf(ctx) ?? '', ctx.get('X-Service-Namespace'), ...scope])
 }

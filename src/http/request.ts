@@ -2,6 +2,7 @@
  * Reading what a request says beyond its body: the token, the namespace (the contract's precedence table), the
  * consistency mode and the blocking parameters, each validated with a message that names the parameter.
  */
+import { assert } from '../lib/assert.js'
 import { InvalidInputError } from '../lib/errors.js'
 import { parseDuration } from '../lib/duration.js'
 import { DEFAULT_NAMESPACE } from '../state/records.js'
@@ -42,7 +43,21 @@ function checkNamespace(value: string, field: string): string {
   return value
 }
 
+/**
+ * Query parameters that can change what a read returns. Identical reads in one turn share a run (coalesce.ts), and
+ * "identical" compares exactly these, so a parameter no route reads (`?x=1`, `?x=2`, ...) cannot make every waiting
+ * query run and serialize its own copy of a large list.
+ */
+export const RESULT_PARAMS = ['authmethod', 'authmethod-ns', 'dc', 'expanded', 'filter', 'ns', 'policy', 'role', 'servicename'] as const
+
+/** The others: when and how a read is served, the token (part of the key on its own), and write-only parameters. */
+const OTHER_PARAMS = ['index', 'wait', 'stale', 'consistent', 'max_stale', 'pretty', 'token', 'cas', 'version', 'id', 'address'] as const
+
+const KNOWN_PARAMS = new Set<string>([...RESULT_PARAMS, ...OTHER_PARAMS])
+
 function queryString(ctx: ApiContext, name: string): string | undefined {
+  // A parameter read here but missing from both lists could change a read's answer without being in its key.
+  assert(KNOWN_PARAMS.has(name), `query parameter ${name} is not declared in RESULT_PARAMS or OTHER_PARAMS (src/http/request.ts)`)
   const value = ctx.query[name]
   if (Array.isArray(value)) return value[0]
   return value

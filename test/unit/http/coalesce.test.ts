@@ -8,7 +8,12 @@ import { coalesceKey, ReadCoalescer, serializedBody } from '../../../src/http/co
 import type { ReadResult } from '../../../src/http/read.js'
 
 function context(path: string, querystring: string, headers: Record<string, string> = {}, method = 'GET'): ApiContext {
-  const query = Object.fromEntries(new URLSearchParams(querystring))
+  // As Koa 3 parses a query (lib/search-params.js): a repeated parameter becomes an array of its values.
+  const params = new URLSearchParams(querystring)
+  const query = Object.fromEntries([...new Set(params.keys())].map((name) => {
+    const values = params.getAll(name)
+    return [name, values.length <= 1 ? values[0] : values]
+  }))
   const lower = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]))
   return { method, path, querystring, query, get: (name: string) => lower[name.toLowerCase()] ?? '' } as unknown as ApiContext
 }
@@ -79,11 +84,19 @@ describe('read coalescing', function () {
     expect(coalescer.size).to.equal(0)
   })
 
-  it('the key ignores index, wait, stale, consistent, max_stale and pretty, and keeps the other parameters in order', function () {
+  it('the key holds the parameters that can change the answer, and ignores the others and parameters no route reads', function () {
     const base = coalesceKey(context('/v1/acl/tokens', 'policy=p&role=r'), 7, [])
     expect(coalesceKey(context('/v1/acl/tokens', 'index=3&policy=p&wait=5s&stale&role=r&pretty'), 7, [])).to.equal(base)
-    expect(coalesceKey(context('/v1/acl/tokens', 'role=r&policy=p'), 7, [])).to.not.equal(base)
+    // A parameter no route reads cannot split identical reads into runs of their own.
+    expect(coalesceKey(context('/v1/acl/tokens', 'policy=p&role=r&x=1'), 7, [])).to.equal(base)
+    expect(coalesceKey(context('/v1/acl/tokens', 'role=r&policy=p'), 7, [])).to.equal(base)
     expect(coalesceKey(context('/v1/acl/tokens', 'policy=p&role=r&ns=team'), 7, [])).to.not.equal(base)
+    expect(coalesceKey(context('/v1/acl/tokens', 'policy=q&role=r'), 7, [])).to.not.equal(base)
+    // Repeated: the first value counts, so the order of the values matters.
+    expect(coalesceKey(context('/v1/acl/tokens', 'policy=p&policy=q'), 7, [])).to.not.equal(coalesceKey(context('/v1/acl/tokens', 'policy=q&policy=p'), 7, []))
+    // Names are compared as the routes read them, decoded.
+    expect(coalesceKey(context('/v1/config/service-defaults', 'fil%74er=Name%3D%3Dx'), 7, [])).to.equal(coalesceKey(context('/v1/config/service-defaults', 'filter=Name==x'), 7, []))
+    expect(coalesceKey(context('/v1/config/service-defaults', 'filter=Name==x'), 7, [])).to.not.equal(coalesceKey(context('/v1/config/service-defaults', 'filter=Name==y'), 7, []))
   })
 
   it('the key tells apart the secret (from any of its three places), the namespace header, the path, the scope and the applied index', function () {
