@@ -7,6 +7,12 @@ import { X509Certificate, createPublicKey } from 'node:crypto'
 import { parseDuration } from '../lib/duration.js'
 
 export const AUTH_METHOD_TYPES = ['kubernetes', 'jwt', 'oidc'] as const
+
+/**
+ * The signing algorithms a jwt or oidc method may accept: asymmetric ones only, as Consul lists them. A shared-secret
+ * algorithm (HS256) would let anyone holding the public key sign tokens, and `none` signs nothing.
+ */
+export const JWT_SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const
 export type AuthMethodType = (typeof AUTH_METHOD_TYPES)[number]
 
 type ValueKind = 'string' | 'url' | 'cert' | 'jwt' | 'strings' | 'public-keys' | 'certs' | 'map' | 'duration' | 'bool'
@@ -70,6 +76,11 @@ export function checkAuthMethodConfig(type: AuthMethodType, config: Record<strin
   }
   for (const key of REQUIRED[type]) {
     if (isEmpty(config[key])) return { field: `Config.${key}`, rule: `is required for a ${type} auth method` }
+  }
+  const algorithms = config.JWTSupportedAlgs
+  if (Array.isArray(algorithms)) {
+    const position = algorithms.findIndex((name) => !(JWT_SIGNING_ALGORITHMS as readonly unknown[]).includes(name))
+    if (position !== -1) return { field: `Config.JWTSupportedAlgs[${position}]`, rule: `must be an asymmetric signing algorithm: one of ${JWT_SIGNING_ALGORITHMS.join(', ')}` }
   }
   if (type === 'jwt') {
     const sources = ['JWTValidationPubKeys', 'JWKSURL', 'OIDCDiscoveryURL'].filter((key) => !isEmpty(config[key]))

@@ -96,6 +96,15 @@ describe('ACL auth methods', () => {
       expect(method.Config.JWTValidationPubKeys).to.deep.equal([PUBLIC_KEY])
     })
 
+    it('jwt: JWTSupportedAlgs takes asymmetric algorithms only; none and HS256 are a 400 naming the entry', async () => {
+      const method = await createMethod({ Name: unique('jwt'), Type: 'jwt', Config: { JWTValidationPubKeys: [PUBLIC_KEY], JWTSupportedAlgs: ['ES256', 'RS256'] } })
+      expect(method.Config.JWTSupportedAlgs).to.deep.equal(['ES256', 'RS256'])
+      for (const algorithms of [['none'], ['ES256', 'HS256']]) {
+        const response = await agent.request('PUT', '/v1/acl/auth-method', { body: { Name: unique('jwt'), Type: 'jwt', Config: { JWTValidationPubKeys: [PUBLIC_KEY], JWTSupportedAlgs: algorithms } } })
+        expectError(response, 400, 'invalid_input', `Config.JWTSupportedAlgs[${algorithms.length - 1}]`)
+      }
+    })
+
     it('jwt: JWKSURL alone is accepted', async () => {
       const method = await createMethod({ Name: unique('jwt'), Type: 'jwt', Config: { JWKSURL: 'https://issuer.example.com/jwks' } })
       expect(method.Config.JWKSURL).to.equal('https://issuer.example.com/jwks')

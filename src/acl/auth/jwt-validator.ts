@@ -18,12 +18,13 @@
 import { createPublicKey, type KeyObject } from 'node:crypto'
 import { compactVerify, decodeProtectedHeader, type JWSAlgorithm } from 'jose'
 import { parseDuration } from '../../lib/duration.js'
+import { JWT_SIGNING_ALGORITHMS } from '../auth-method-config.js'
 import { formatTime } from '../../lib/ids.js'
 import { InvalidBearerTokenError } from './errors.js'
 import { jwtIdentity, type Identity } from './identity.js'
 import { DiscoveryCache, JwksCache } from './key-sets.js'
 
-const ASYMMETRIC_ALGORITHMS: JWSAlgorithm[] = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519']
+const ASYMMETRIC_ALGORITHMS: JWSAlgorithm[] = [...JWT_SIGNING_ALGORITHMS]
 const DEFAULT_LEEWAY_SECONDS = 150
 const DEFAULT_CLOCK_SKEW_SECONDS = 60
 
