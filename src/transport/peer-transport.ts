@@ -17,7 +17,7 @@
  */
 import { randomInt } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { WebSocket, WebSocketServer } from 'ws'
 import { assert } from '../lib/assert.js'
@@ -161,8 +161,16 @@ export class PeerTransport {
   private readonly peers = new Map<string, Peer>()
   /** Every link not yet closed, in any state: what stop() must close. Bounded by the server's maxConnections. */
   private readonly links = new Set<Link>()
-  /** Inbound links still in their handshake. Invariant: size <= handshakesPendingMax. */
+  /** Inbound links still in their handshake, oldest first. Invariant: size <= handshakesPendingMax. */
   private readonly inboundHandshakes = new Set<Link>()
+  /**
+   * Accepted sockets not yet part of an authenticated link (no upgrade yet, or a handshake under way), oldest first.
+   * At the bound the oldest is dropped, not the newest: anyone can open idle connections to the peer port, and
+   * refusing newcomers would let a few dozen of them keep every real peer out, while a real handshake completes in
+   * milliseconds, long before it would become the oldest.
+   */
+  private readonly unauthenticated = new Set<Socket>()
+  private readonly socketOf = new Map<Link, Socket>()
   /** Invariant: size <= requestsInFlightMax. */
   private readonly requests = new Map<number, PendingRequest>()
   private requestIdNext = 1
@@ -226,7 +234,8 @@ export class PeerTransport {
       },
       (_request, response) => response.writeHead(426, { connection: 'close' }).end(),
     )
-    server.maxConnections = settings.handshakesPendingMax + CONNECTIONS_SLACK
+    // An absolute ceiling; below it, unauthenticated connections are bounded oldest-first (onConnection).
+    server.maxConnections = 4 * (settings.handshakesPendingMax + CONNECTIONS_SLACK)
     const wss = new WebSocketServer({
       server,
       path: PEER_PATH,
@@ -246,6 +255,7 @@ export class PeerTransport {
     })
     const random = options.random ?? cryptoRandom
     const transport = new PeerTransport(options.nodeName, options.advertiseAddress, clusterKey, settings, server, wss, log, random)
+    server.on('connection', (socket: Socket) => transport.onConnection(socket))
     wss.on('connection', (ws, request) => transport.accept(ws, request))
     log.info({ address: transport.address, advertiseAddress: options.advertiseAddress }, 'peer transport listening')
     try {
@@ -331,7 +341,7 @@ export class PeerTransport {
       if (peer === undefined) this.addPeer(name, address)
       else if (peer.address !== address) this.readdress(peer, address)
     }
-    this.server.maxConnections = 2 * this.peers.size + this.settings.handshakesPendingMax + CONNECTIONS_SLACK
+    this.server.maxConnections = 2 * this.peers.size + 4 * (this.settings.handshakesPendingMax + CONNECTIONS_SLACK)
   }
 
   stats(): TransportStats {
@@ -445,18 +455,38 @@ export class PeerTransport {
     peer.dialTimer = setTimeout(() => this.dial(peer), peer.backoff.next())
   }
 
+  /** A new TCP connection to the peer port: beyond the bound, the oldest unauthenticated one goes. */
+  private onConnection(socket: Socket): void {
+    this.unauthenticated.add(socket)
+    socket.once('close', () => this.unauthenticated.delete(socket))
+    if (this.unauthenticated.size > this.settings.handshakesPendingMax + CONNECTIONS_SLACK) {
+      const oldest = this.unauthenticated.values().next().value!
+      this.unauthenticated.delete(oldest)
+      this.warnPending(`${oldest.remoteAddress ?? '?'}:${oldest.remotePort ?? '?'}`)
+      oldest.destroy()
+    }
+  }
+
   private accept(ws: WebSocket, request: IncomingMessage): void {
     const remoteAddress = `${request.socket.remoteAddress ?? '?'}:${request.socket.remotePort ?? '?'}`
     if (this.stopping !== undefined) return ws.terminate()
     if (this.inboundHandshakes.size >= this.settings.handshakesPendingMax) {
-      const { handshakesPendingMax } = this.settings
-      const { log: admitted, suppressed } = this.pendingWarnings.admit('too many pending handshakes')
-      if (admitted) this.log.warn({ remoteAddress, handshakesPendingMax, ...(suppressed > 0 ? { suppressed } : {}) }, 'too many pending peer handshakes, dropping a connection')
-      return ws.terminate()
+      // The oldest handshake goes, for the reason given at `unauthenticated`.
+      const oldest = this.inboundHandshakes.values().next().value!
+      this.inboundHandshakes.delete(oldest)
+      this.warnPending(oldest.remoteAddress)
+      oldest.terminate()
     }
     const link = new Link(ws, 'acceptor', remoteAddress, this.host)
     this.links.add(link)
     this.inboundHandshakes.add(link)
+    this.socketOf.set(link, request.socket)
+  }
+
+  private warnPending(remoteAddress: string): void {
+    const { handshakesPendingMax } = this.settings
+    const { log: admitted, suppressed } = this.pendingWarnings.admit('too many pending handshakes')
+    if (admitted) this.log.warn({ remoteAddress, handshakesPendingMax, ...(suppressed > 0 ? { suppressed } : {}) }, 'too many pending peer handshakes, dropping the oldest')
   }
 
   /**
@@ -475,6 +505,9 @@ export class PeerTransport {
 
   private onOpen(link: Link): void {
     this.inboundHandshakes.delete(link)
+    const socket = this.socketOf.get(link)
+    if (socket !== undefined) this.unauthenticated.delete(socket)
+    this.socketOf.delete(link)
     const peer = this.peers.get(link.peer!)
     assert(peer !== undefined, 'a link opened for a node outside the peer set')
     if (peer.dialing === link) peer.dialing = undefined
@@ -501,6 +534,7 @@ export class PeerTransport {
   private onClose(link: Link): void {
     this.links.delete(link)
     this.inboundHandshakes.delete(link)
+    this.socketOf.delete(link)
     const peer = link.peer === undefined ? undefined : this.peers.get(link.peer)
     if (peer === undefined || this.stopping !== undefined) return
     if (peer.dialing === link) {

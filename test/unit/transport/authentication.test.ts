@@ -217,16 +217,44 @@ describe('transport: authentication and hostile peers', () => {
     expect(logged(a.log, 'peer handshake refused', { reason: 'handshake timed out' })).to.equal(true)
   })
 
-  it('bounds the connections waiting in their handshake', async () => {
+  it('bounds the connections waiting in their handshake, dropping the oldest', async () => {
     const a = await nodeA({ handshakesPendingMax: 2 })
     const waiting = [await rawClient(cleanup, a.transport), await rawClient(cleanup, a.transport)]
-    // The third is dropped as soon as it is upgraded: the client sees either a failed open or an immediate close.
-    await rawClient(cleanup, a.transport).then(
-      (client) => client.closedWith(),
-      (error: unknown) => error,
-    )
-    expect(logged(a.log, 'too many pending peer handshakes, dropping a connection')).to.equal(true)
+    const newest = await rawClient(cleanup, a.transport)
+    // The oldest goes: a real handshake completes long before it would be the oldest.
+    expect(await waiting[0]!.closedWith()).to.be.a('number')
+    expect(logged(a.log, 'too many pending peer handshakes, dropping the oldest')).to.equal(true)
     expect(a.transport.stats().handshakesPending).to.equal(2)
-    for (const client of waiting) expect(client.closeCode).to.equal(undefined)
+    for (const client of [waiting[1]!, newest]) expect(client.closeCode).to.equal(undefined)
+  })
+
+  it('lets a real peer in while others hold idle connections to the peer port', async () => {
+    const { connect } = await import('node:net')
+    const a = await nodeA({ handshakesPendingMax: 2 })
+    const [host, port] = addressOf(a.transport).split(':')
+    // Idle TCP connections, more than the bound on unauthenticated ones (2 pending + slack), reopened as they drop.
+    let flooding = true
+    const sockets = new Set<import('node:net').Socket>()
+    const open = (): void => {
+      if (!flooding) return
+      const socket = connect({ host: host!, port: Number(port) })
+      sockets.add(socket)
+      socket.on('error', () => undefined)
+      socket.on('close', () => {
+        sockets.delete(socket)
+        setTimeout(open, 5)
+      })
+    }
+    cleanup.defer(() => {
+      flooding = false
+      for (const socket of sockets) socket.destroy()
+    })
+    for (let n = 0; n < 40; n++) open()
+    await sleep(200)
+    const b = await startNode(cleanup, 'b', { peers: new Map([['a', addressOf(a.transport)]]) })
+    a.transport.setPeers(new Map([['b', addressOf(b.transport)]]))
+    b.transport.send('a', 'through the flood')
+    await waitFor('b reaches a', () => a.inbox.some((entry) => entry.message === 'through the flood'), 5_000)
+    expect(isConnected(a, 'b')).to.equal(true)
   })
 })
