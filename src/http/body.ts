@@ -35,6 +35,9 @@ export interface BodyLimits {
 
 export function readBody(ctx: Context, limits: BodyLimits = {}): Promise<Buffer> {
   const { limit = BODY_BYTES_MAX, timeoutMs = BODY_TIMEOUT_MS, inFlightMax = BODIES_IN_FLIGHT_BYTES_MAX } = limits
+  // Bodies are read as sent: a compressed one would be parsed as garbage (and quoted back in the error).
+  const encoding = ctx.get('content-encoding').trim().toLowerCase()
+  if (encoding !== '' && encoding !== 'identity') return Promise.reject(new InvalidInputError('Content-Encoding', `${JSON.stringify(encoding.slice(0, 64))} is not supported: send the body uncompressed`))
   const declared = Number(ctx.get('content-length') || '0')
   if (declared > limit) return Promise.reject(tooLarge(limit))
   const request = ctx.req

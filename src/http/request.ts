@@ -18,7 +18,8 @@ export function secretOf(ctx: ApiContext): string | undefined {
   const header = ctx.get('X-Service-Token')
   if (header !== '') return header
   const authorization = ctx.get('Authorization')
-  const match = /^bearer\s+(\S+)/i.exec(authorization)
+  // The whole header: `Bearer <secret> junk` is no bearer token, not the secret with the junk ignored.
+  const match = /^bearer\s+(\S+)\s*$/i.exec(authorization)
   return match?.[1]
 }
 

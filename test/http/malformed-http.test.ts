@@ -77,4 +77,21 @@ describe('requests the HTTP parser refuses', () => {
     const lines = agent.logs.slice(before)
     expect(lines.filter((line) => !line.startsWith('{')), lines.join('\n')).to.deep.equal([])
   })
+
+  it('takes a secret from Authorization: Bearer only when the header is that and nothing more', async () => {
+    const bearer = await agent.request('GET', '/v1/acl/token/self', { token: null, headers: { Authorization: `Bearer ${agent.managementToken}` } })
+    expect(bearer.status, bearer.text).to.equal(200)
+    const junk = await agent.request('GET', '/v1/acl/token/self', { token: null, headers: { Authorization: `Bearer ${agent.managementToken} junk` } })
+    expect(junk.status).to.equal(403)
+  })
+
+  it('refuses a compressed body with a 400 naming Content-Encoding, and writes nothing', async () => {
+    const { gzipSync } = await import('node:zlib')
+    const name = `gzipped-${Date.now()}`
+    const raw = gzipSync(JSON.stringify({ Name: name })).toString('latin1')
+    const response = await agent.request('PUT', '/v1/acl/policy', { raw, headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' } })
+    expect(response.status, response.text).to.equal(400)
+    expect(response.body).to.include({ Code: 'invalid_input', Field: 'Content-Encoding' })
+    expect((await agent.request('GET', `/v1/acl/policy/name/${name}`)).status).to.equal(404)
+  })
 })
