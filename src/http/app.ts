@@ -22,15 +22,15 @@ import { operatorRoutes } from './routes/operator.js'
 /**
  * A write is authorized (its token resolved, its auth method and rules read) from this node's state, and that state
  * must hold every write acknowledged before the request came: else a token whose deletion was acknowledged could
- * still write through a follower that had not applied the delete, and a token just created could not. So a follower
- * first catches up to the leader's commit index (one ReadIndex round, shared by the requests of the turn), as a
- * default read does. The leader needs no round: it acknowledges a write only after applying it. Without a leader this
- * fails with no_leader after the leader wait, as the write would.
+ * still write through a follower that had not applied the delete, and a token just created could not. So every
+ * write first passes the barrier of a default read: on the leader, under its lease, it waits for the apply of what is
+ * committed (no network round); on a follower, or a leader without a lease (newly elected, before an entry of its
+ * term commits, or deposed without knowing it), it takes a ReadIndex round, shared by the requests of the turn.
+ * Without a leader this fails with no_leader after the leader wait, as the write would.
  */
 async function catchUpBeforeWrite(ctx: ApiContext): Promise<void> {
   if (ctx.method === 'GET' || ctx.method === 'HEAD' || ctx.method === 'OPTIONS') return
-  const { cluster } = ctx.state.app
-  if (!cluster.isLeader()) await cluster.readBarrier('leader')
+  await ctx.state.app.cluster.readBarrier('leader')
 }
 
 /** Socket and parser errors that a client causes (it hung up, or sent what is not HTTP). */

@@ -12,8 +12,9 @@ export const BODY_BYTES_MAX = 1024 * 1024
  */
 export const BODIES_IN_FLIGHT_BYTES_MAX = 64 * 1024 * 1024
 /**
- * How long a body may take to arrive once its request's headers have. The server's request timeout is long for the
- * sake of blocking queries, whose requests are complete with their headers; a write's body has no reason to trickle.
+ * How long a body may take to arrive once its route starts reading it (after the write barrier and the permission
+ * check). The server's request timeout is long for the sake of blocking queries, whose requests are complete with
+ * their headers; a write's body has no reason to trickle.
  */
 export const BODY_TIMEOUT_MS = 30_000
 
@@ -125,22 +126,38 @@ export async function readJson(ctx: Context): Promise<unknown> {
     throw new InvalidInputError('body', `is not valid JSON (${(error as Error).message})`)
   }
   // A surrogate can only come from a \u escape (the UTF-8 decoding refused any other way): walk only then.
-  if (SURROGATE_ESCAPE.test(text)) checkUnicode(value, '')
+  if (SURROGATE_ESCAPE.test(text)) checkUnicode(value)
   return value
 }
 
-/** Throws naming the first key or string value holding a lone surrogate. */
-function checkUnicode(value: unknown, path: string): void {
-  const field = path === '' ? 'body' : path
-  if (typeof value === 'string') {
-    if (LONE_SURROGATE.test(value)) throw new InvalidInputError(field, 'must be valid Unicode text (it holds a lone surrogate)')
-  } else if (Array.isArray(value)) {
-    for (const [index, item] of value.entries()) checkUnicode(item, `${path}[${index}]`)
-  } else if (typeof value === 'object' && value !== null) {
-    for (const [key, item] of Object.entries(value)) {
-      const child = path === '' ? key : `${path}.${key}`
-      if (LONE_SURROGATE.test(key)) throw new InvalidInputError(child, 'must be valid Unicode text (a key holds a lone surrogate)')
-      checkUnicode(item, child)
+/** A field path as an error names it: a path 100,000 levels deep is cut, not quoted whole. */
+function shortPath(path: string): string {
+  return path.length <= 256 ? path : `${path.slice(0, 256)}…`
+}
+
+/**
+ * Throws naming the first key or string value holding a lone surrogate. Walks with a stack of its own, not by
+ * recursion: this runs before any route bounds the depth, and a body of 100,000 nested arrays must be a 400, not a
+ * stack overflow.
+ */
+function checkUnicode(root: unknown): void {
+  const pending: Array<{ value: unknown; path: string }> = [{ value: root, path: '' }]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { value, path } = next
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) throw new InvalidInputError(path === '' ? 'body' : shortPath(path), 'must be valid Unicode text (it holds a lone surrogate)')
+    } else if (Array.isArray(value)) {
+      // Pushed in reverse, so the first element is looked at first, as the message should name the first problem.
+      for (let index = value.length - 1; index >= 0; index--) pending.push({ value: value[index], path: `${path}[${index}]` })
+    } else if (typeof value === 'object' && value !== null) {
+      const entries = Object.entries(value)
+      for (const [key] of entries) {
+        if (LONE_SURROGATE.test(key)) throw new InvalidInputError(shortPath(path === '' ? key : `${path}.${key}`), 'must be valid Unicode text (a key holds a lone surrogate)')
+      }
+      for (let index = entries.length - 1; index >= 0; index--) {
+        const [key, item] = entries[index]!
+        pending.push({ value: item, path: path === '' ? key : `${path}.${key}` })
+      }
     }
   }
 }

@@ -7,8 +7,10 @@ import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 
 export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
-  // A client that is gone, or a socket that already carries an answer, gets nothing more.
-  if (error.code === 'ECONNRESET' || !socket.writable) {
+  // A client that is gone gets nothing more; nor does a socket whose current request (a blocking query before a
+  // pipelined bad one) is still being answered, since this answer would read as that request's.
+  const inProgress = (socket as Duplex & { _httpMessage?: unknown })._httpMessage
+  if (error.code === 'ECONNRESET' || !socket.writable || (inProgress !== undefined && inProgress !== null)) {
     socket.destroy()
     return
   }
@@ -19,7 +21,9 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
         ? [408, 'request: its headers did not arrive in time']
         : [400, `request: is not valid HTTP/1.1 (${error.code ?? 'parse error'})`]
   const body = JSON.stringify({ Error: message, Code: 'invalid_input' })
+  // Closed once written, whether or not the client closes its side.
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   )
 }

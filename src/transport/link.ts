@@ -328,7 +328,7 @@ export class Link {
   private refuse(reason: string, code: number): void {
     if (this.state !== 'handshake') return
     // Anyone who reaches the peer port can cause these: at most one line per reason per 10 s.
-    const { log: admitted, suppressed } = this.host.warnings.admit(`${this.peer ?? ''}\u0000${reason}`)
+    const { log: admitted, suppressed } = this.host.warnings.admit(warningKey(reason))
     if (admitted) this.log.warn({ peer: this.peer, reason, ...(suppressed > 0 ? { suppressed } : {}) }, 'peer handshake refused')
     this.host.onHandshakeFailed(this)
     this.close(code, 'handshake refused')
@@ -336,7 +336,7 @@ export class Link {
 
   /** An authenticated peer broke the protocol: close the link, never the process. */
   private fail(reason: string, code: number): void {
-    const { log: admitted, suppressed } = this.host.warnings.admit(`${this.peer ?? ''}\u0000${reason}`)
+    const { log: admitted, suppressed } = this.host.warnings.admit(warningKey(reason))
     if (admitted) this.log.warn({ peer: this.peer, reason, ...(suppressed > 0 ? { suppressed } : {}) }, 'closing peer link after a bad frame')
     this.close(code, 'bad frame')
   }
@@ -375,4 +375,13 @@ function toBuffer(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data
   if (Array.isArray(data)) return Buffer.concat(data)
   return Buffer.from(data)
+}
+
+/**
+ * What bounds a warning's rate: the kind of failure, as its first words say ("bad frame", "unsupported protocol
+ * version", "peer did not prove"). Not the peer's name nor the rest of the reason, which the other side chooses
+ * before proving anything: with them in the key, a new name per connection would get a line each.
+ */
+function warningKey(reason: string): string {
+  return reason.split(' ', 3).join(' ')
 }

@@ -128,6 +128,15 @@ describe('readBody', () => {
       }
     })
 
+    it('checks a deeply nested body without overflowing the stack', async () => {
+      const depth = 100_000
+      const error = await refusal(parsed(`${'['.repeat(depth)}"\\ud800"${']'.repeat(depth)}`))
+      expect(error.code).to.equal('invalid_input')
+      // The field names where it is, cut short.
+      expect(error.field).to.match(/^\[0\]\[0\]\[0\].*…$/).and.have.length.below(300)
+      expect(error.message).to.include('lone surrogate')
+    })
+
     it('refuses a body that is not UTF-8', async () => {
       const error = await refusal(parsed(Buffer.from([0x7b, 0x22, 0x4e, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d])))
       expect([error.code, error.field, error.message]).to.deep.equal(['invalid_input', 'body', 'body: is not valid UTF-8'])

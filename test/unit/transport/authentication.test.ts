@@ -217,6 +217,22 @@ describe('transport: authentication and hostile peers', () => {
     expect(logged(a.log, 'peer handshake refused', { reason: 'handshake timed out' })).to.equal(true)
   })
 
+  it('logs one warning per kind of refusal per interval, whatever names and versions the other side makes up', async () => {
+    const a = await nodeA()
+    for (let n = 0; n < 6; n++) {
+      const client = await rawClient(cleanup, a.transport)
+      // A new unknown name each time, then a new unsupported version each time.
+      const frame = n < 3
+        ? { type: 'hello' as const, version: PROTOCOL_VERSION, node: `stranger-${n}`, address: 'x.test:1', nonce: randomBytes(32) }
+        : { type: 'hello' as const, version: PROTOCOL_VERSION + 1 + n, node: 'b', address: 'x.test:1', nonce: randomBytes(32) }
+      client.send(encodeFrame(frame))
+      expect(await client.closedWith()).to.equal(CloseCode.refused)
+    }
+    expect(a.transport.stats().handshakesFailed).to.equal(6)
+    const refused = a.log.records.filter((record) => record['msg'] === 'peer handshake refused')
+    expect(refused.map((record) => record['reason'])).to.deep.equal(['not a node of the peer set', `unsupported protocol version ${PROTOCOL_VERSION + 4}`])
+  })
+
   it('bounds the connections waiting in their handshake, dropping the oldest', async () => {
     const a = await nodeA({ handshakesPendingMax: 2 })
     const waiting = [await rawClient(cleanup, a.transport), await rawClient(cleanup, a.transport)]
