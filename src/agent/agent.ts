@@ -15,6 +15,7 @@ import { bareToken, COMMAND_VERSION, type TokenCreate } from '../state/commands.
 import { getByUnique, getRecord, policySpec, secretDigest, tokenSpec } from '../state/tables.js'
 import { GLOBAL_MANAGEMENT_POLICY_ID } from '../state/builtins.js'
 import { startReplica } from './replicas.js'
+import { httpConnectionsFor, openFilesLimit } from './limits.js'
 import { TokenResolver } from '../acl/resolver.js'
 import { answerClientError } from '../http/client-errors.js'
 import { createApp } from '../http/app.js'
@@ -122,6 +123,8 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   }
 
   const closing = new AbortController()
+  // Bounded like everything else, and below the open-file limit so that the stores can always open their files.
+  const httpConnections = httpConnectionsFor(openFilesLimit())
   const app = createApp({
     state,
     cluster: replica,
@@ -134,7 +137,8 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
       downPolicy: config.downPolicy,
       tokenMinExpirationTtlMs: config.tokenMinExpirationTtlMs,
       tokenMaxExpirationTtlMs: config.tokenMaxExpirationTtlMs,
-      blockingQueriesMax: 20_000,
+      // Fewer than the connections, so held queries never take the last ones.
+      blockingQueriesMax: Math.min(20_000, Math.max(1, httpConnections - 64)),
     },
     log: log.child({ module: 'http' }),
     now,
@@ -153,8 +157,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   const httpServer = createHttpServer({ requestTimeout: 15 * 60_000, headersTimeout: 60_000, maxHeaderSize: 64 * 1024 }, app.callback())
   httpServer.keepAliveTimeout = 30_000
   httpServer.on('clientError', answerClientError)
-  // Bounded like everything else: enough for the blocking queries the node allows, and then some.
-  httpServer.maxConnections = 32_768
+  httpServer.maxConnections = httpConnections
   const httpBound = await listen(httpServer, config.httpAddr.host, config.httpAddr.port)
   const httpAddress = formatAddress({ host: config.httpAddr.host, port: httpBound.port })
 
