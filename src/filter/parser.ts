@@ -322,7 +322,7 @@ class Parser {
     } catch (error) {
       const detail = error instanceof Error ? error.message.replace(/^.*: /, '') : String(error)
       const reason = /linear time/.test(detail)
-        ? 'Invalid regular expression: it needs backtracking (a backreference or a lookaround), which filters do not support'
+        ? 'Invalid regular expression: it cannot run in linear time (a backreference, a lookaround, or a large counted repetition such as {0,200}), which filters do not support'
         : `Invalid regular expression: ${detail}`
       throw syntaxError(this.source, value.position.offset, reason)
     }
