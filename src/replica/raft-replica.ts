@@ -66,7 +66,7 @@ export interface RaftReplicaOptions {
 
 /** Messages between replicas besides Raft's own, carried by the transport's request/response. */
 type ReplicaRequest =
-  /** One command a follower forwards (what builds before batching send, and what this one sends a leader that refuses batches). */
+  /** One command forwarded alone: what builds from before batching send, and what this one sends a leader that refuses batches. */
   | { kind: 'propose'; data: Uint8Array }
   /** Commands a follower forwards, every one its callers sent during one turn of its event loop (see forward). */
   | { kind: 'propose-batch'; commands: Uint8Array[] }
