@@ -65,7 +65,7 @@ export function readBody(ctx: Context, limits: BodyLimits = {}): Promise<Buffer>
       ctx.set('Connection', 'close')
       reject(error)
     }
-    const timer = setTimeout(() => refuse(new InvalidInputError('body', `did not arrive within ${timeoutMs / 1000} s of the request's headers`)), timeoutMs)
+    const timer = setTimeout(() => refuse(new InvalidInputError('body', `did not arrive within ${timeoutMs / 1000} s`)), timeoutMs)
     const onData = (chunk: Buffer): void => {
       if (size + chunk.length > limit) return refuse(tooLarge(limit))
       if (bodiesInFlightBytes + chunk.length > inFlightMax) {
