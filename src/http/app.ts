@@ -8,7 +8,7 @@ import { InvalidInputError, WardenError } from '../lib/errors.js'
 import type { AppServices, ApiContext } from './context.js'
 import { errorMiddleware } from './errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
-import { consistencyOf } from './request.js'
+import { consistencyOf, queryParam } from './request.js'
 import { tokenRoutes } from './routes/acl-tokens.js'
 import { policyRoutes } from './routes/acl-policies.js'
 import { authMethodRoutes } from './routes/acl-auth-methods.js'
@@ -57,8 +57,7 @@ export function createApp(services: AppServices): Koa {
     const code = typeof error.code === 'string' ? error.code : undefined
     const byClient = error.expose === true || (typeof error.status === 'number' && error.status < 500) || (code !== undefined && CLIENT_ERROR_CODES.test(code))
     if (byClient) return services.log.debug({ err: error.message, code }, 'client connection error')
-    const { log: admitted, suppressed } = unanswered.admit(error.message)
-    if (admitted) services.log.warn({ err: error, ...(suppressed > 0 ? { suppressed } : {}) }, 'a response could not be completed')
+    unanswered.warn(services.log, error.message, { err: error }, 'a response could not be completed')
   })
   app.use(errorMiddleware(services.log))
   app.use(async (ctx, next) => {
@@ -67,10 +66,9 @@ export function createApp(services: AppServices): Koa {
     // Contradictory consistency flags are refused on every endpoint, reads and writes alike, before anything runs.
     consistencyOf(ctx as ApiContext)
     // Datacenters are not federated yet: a request for another one has no path (readings.md).
-    // A repeated ?dc counts by its first value, as every other parameter does (`?dc=dc2&dc=dc1` is dc2).
-    const dcParam = ctx.query.dc
-    const dc = Array.isArray(dcParam) ? dcParam[0] : dcParam
-    if (typeof dc === 'string' && dc !== '' && dc !== services.settings.datacenter) {
+    // A repeated ?dc counts by its first value, as every parameter does (`?dc=dc2&dc=dc1` is dc2).
+    const dc = queryParam(ctx as ApiContext, 'dc')
+    if (dc !== undefined && dc !== '' && dc !== services.settings.datacenter) {
       throw new InvalidInputError('dc', `no path to datacenter ${JSON.stringify(dc)}`)
     }
     await catchUpBeforeWrite(ctx as ApiContext)

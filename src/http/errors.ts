@@ -37,10 +37,7 @@ export function errorMiddleware(log: Logger, limiter = new LogLimiter()) {
         if (error.code === 'outcome_unknown' || error.code === 'internal') log.warn({ err: error, path: ctx.path }, error.message)
         // What the caller may not see (where an identity service is) but the operator needs to fix it.
         const logDetail = (error as { logDetail?: unknown }).logDetail
-        if (typeof logDetail === 'string') {
-          const { log: admitted, suppressed } = limiter.admit(`${error.message}\u0000${logDetail}`)
-          if (admitted) log.warn({ path: ctx.path, detail: logDetail, ...(suppressed > 0 ? { suppressed } : {}) }, error.message)
-        }
+        if (typeof logDetail === 'string') limiter.warn(log, `${error.message}\u0000${logDetail}`, { path: ctx.path, detail: logDetail }, error.message)
         return
       }
       // Koa's own errors (a client that hung up, a malformed URL) carry an exposable status below 500.

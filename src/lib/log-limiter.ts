@@ -3,6 +3,8 @@
  * failures anyone can cause (a login while an identity service is down, a connection to the peer port), so that they
  * cannot flood the log.
  */
+import type { Logger } from 'pino'
+
 export class LogLimiter {
   private readonly last = new Map<string, { atMs: number; suppressed: number }>()
 
@@ -26,5 +28,10 @@ export class LogLimiter {
     this.last.set(key, { atMs: nowMs, suppressed: 0 })
     return { log: true, suppressed: seen?.suppressed ?? 0 }
   }
-}
 
+  /** Logs a warning unless one with this key was logged within the interval; the next one carries `suppressed`. */
+  warn(log: Logger, key: string, fields: Record<string, unknown>, message: string): void {
+    const { log: admitted, suppressed } = this.admit(key)
+    if (admitted) log.warn(suppressed > 0 ? { ...fields, suppressed } : fields, message)
+  }
+}

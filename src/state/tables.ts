@@ -144,6 +144,15 @@ export async function keysByIndex<R>(reader: Reader, spec: TableSpec<R>, index: 
   return (await reader.keys(prefix)).map((key) => key.slice(prefix.length))
 }
 
+/**
+ * Records whose `index` links them to the record `linkedKey` of `linked`, or none if that record is gone: a deleted
+ * policy's or role's links stay in the index of what linked to it, but no read shows them any more.
+ */
+export async function listLinkedTo<R, L>(reader: Reader, spec: TableSpec<R>, index: string, linked: TableSpec<L>, linkedKey: string): Promise<R[]> {
+  if ((await getRecord(reader, linked, linkedKey)) === undefined) return []
+  return listByIndex(reader, spec, index, linkedKey)
+}
+
 export async function listByIndex<R>(reader: Reader, spec: TableSpec<R>, index: string, value: string): Promise<R[]> {
   const records: R[] = []
   for (const key of await keysByIndex(reader, spec, index, value)) {

@@ -327,17 +327,15 @@ export class Link {
   /** A handshake that failed: logged without secrets (names, addresses and the reason only), counted, closed. */
   private refuse(reason: string, code: number): void {
     if (this.state !== 'handshake') return
-    // Anyone who reaches the peer port can cause these: at most one line per reason per 10 s.
-    const { log: admitted, suppressed } = this.host.warnings.admit(warningKey(reason))
-    if (admitted) this.log.warn({ peer: this.peer, reason, ...(suppressed > 0 ? { suppressed } : {}) }, 'peer handshake refused')
+    // Anyone who reaches the peer port can cause these: at most one line per kind of reason per 10 s.
+    this.host.warnings.warn(this.log, warningKey(reason), { peer: this.peer, reason }, 'peer handshake refused')
     this.host.onHandshakeFailed(this)
     this.close(code, 'handshake refused')
   }
 
   /** An authenticated peer broke the protocol: close the link, never the process. */
   private fail(reason: string, code: number): void {
-    const { log: admitted, suppressed } = this.host.warnings.admit(warningKey(reason))
-    if (admitted) this.log.warn({ peer: this.peer, reason, ...(suppressed > 0 ? { suppressed } : {}) }, 'closing peer link after a bad frame')
+    this.host.warnings.warn(this.log, warningKey(reason), { peer: this.peer, reason }, 'closing peer link after a bad frame')
     this.close(code, 'bad frame')
   }
 

@@ -485,8 +485,7 @@ export class PeerTransport {
 
   private warnPending(remoteAddress: string): void {
     const { handshakesPendingMax } = this.settings
-    const { log: admitted, suppressed } = this.pendingWarnings.admit('too many pending handshakes')
-    if (admitted) this.log.warn({ remoteAddress, handshakesPendingMax, ...(suppressed > 0 ? { suppressed } : {}) }, 'too many pending peer handshakes, dropping the oldest')
+    this.pendingWarnings.warn(this.log, 'too many pending handshakes', { remoteAddress, handshakesPendingMax }, 'too many pending peer handshakes, dropping the oldest')
   }
 
   /**

@@ -7,7 +7,7 @@ import type { LinkInput } from '../../state/commands.js'
 import { nsKey, recordKey } from '../../state/keys.js'
 import type { AclPolicy, AclRole, NodeIdentity, ServiceIdentity } from '../../state/records.js'
 import type { Reader } from '../../state/reader.js'
-import { getByUnique, getRecord, listByIndex, listRecords, policySpec, roleSpec, type TableSpec } from '../../state/tables.js'
+import { getByUnique, getRecord, listByIndex, listLinkedTo, listRecords, policySpec, roleSpec, type TableSpec } from '../../state/tables.js'
 import type { ApiContext } from '../context.js'
 import { checkDatacenters, checkLinks, checkNodeIdentities, checkServiceIdentities, checkTemplatedPolicies } from '../acl-fields.js'
 import { readJsonObject } from '../body.js'
@@ -166,12 +166,7 @@ async function listRoles(ctx: ApiContext): Promise<void> {
     const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
     const policy = queryParam(ctx, 'policy')
     let roles: AclRole[]
-    if (policy) {
-      const policyId = idParam(policy, 'policy')
-      // A deleted policy's links stay in its roles' index but no read shows them: no role is linked to it any more.
-      const exists = (await getRecord(reader, policySpec, policyId)) !== undefined
-      roles = exists ? (await listByIndex(reader, roleSpec, 'policy', policyId)).filter((role) => namespace === '*' || role.Namespace === namespace) : []
-    }
+    if (policy) roles = (await listLinkedTo(reader, roleSpec, 'policy', policySpec, idParam(policy, 'policy'))).filter((role) => namespace === '*' || role.Namespace === namespace)
     else roles = namespace === '*' ? await listRecords(reader, roleSpec) : await listByIndex(reader, roleSpec, 'ns', namespace)
     const names = new LinkNames(reader)
     return { body: await Promise.all(roles.map((role) => renderRole(role, names))) }

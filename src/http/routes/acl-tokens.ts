@@ -14,7 +14,7 @@ import { ANONYMOUS_TOKEN_ID, RESERVED_ID_PREFIX } from '../../state/builtins.js'
 import type { LinkInput, TokenCreate } from '../../state/commands.js'
 import { nsKey, recordKey } from '../../state/keys.js'
 import type { AclRole, AclToken, NodeIdentity, ServiceIdentity, TemplatedPolicyLink } from '../../state/records.js'
-import { getRecord, listByIndex, listRecords, policySpec, roleSpec, tokenSpec } from '../../state/tables.js'
+import { getRecord, listByIndex, listLinkedTo, listRecords, policySpec, roleSpec, tokenSpec } from '../../state/tables.js'
 import type { ApiContext } from '../context.js'
 import { checkLinks, checkNodeIdentities, checkServiceIdentities, checkTemplatedPolicies } from '../acl-fields.js'
 import { serveRead } from '../read.js'
@@ -277,14 +277,8 @@ async function listTokens(ctx: ApiContext): Promise<void> {
     const authMethod = queryParam(ctx, 'authmethod')
     let tokens: AclToken[]
     // Each filter is a lookup in its index; the namespace test and any further filter apply to what it found.
-    // A deleted policy's or role's links stay in its tokens' index but no read shows them: nothing links to it now.
-    if (policy) {
-      const policyId = accessorParam(policy, 'policy')
-      tokens = (await getRecord(reader, policySpec, policyId)) === undefined ? [] : await listByIndex(reader, tokenSpec, 'policy', policyId)
-    } else if (role) {
-      const roleId = accessorParam(role, 'role')
-      tokens = (await getRecord(reader, roleSpec, roleId)) === undefined ? [] : await listByIndex(reader, tokenSpec, 'role', roleId)
-    }
+    if (policy) tokens = await listLinkedTo(reader, tokenSpec, 'policy', policySpec, accessorParam(policy, 'policy'))
+    else if (role) tokens = await listLinkedTo(reader, tokenSpec, 'role', roleSpec, accessorParam(role, 'role'))
     else if (service) tokens = await listByIndex(reader, tokenSpec, 'service', service)
     else if (authMethod) {
       const methodNamespace = queryParam(ctx, 'authmethod-ns') || (namespace === '*' ? 'default' : namespace)

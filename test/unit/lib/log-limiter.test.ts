@@ -35,4 +35,20 @@ describe('lib/log-limiter: LogLimiter', () => {
     expect(limiter.admit('a').log).to.equal(true)
     expect(limiter.admit('c').log).to.equal(false)
   })
+
+  it('warn logs the first line of a key and, after the interval, the next with how many were left out', () => {
+    let clock = 0
+    const limiter = new LogLimiter(10_000, () => clock)
+    const lines: Array<{ fields: unknown; message: string }> = []
+    const log = { warn: (fields: unknown, message: string) => lines.push({ fields, message }) } as unknown as import('pino').Logger
+    limiter.warn(log, 'k', { peer: 'x' }, 'refused')
+    limiter.warn(log, 'k', { peer: 'y' }, 'refused')
+    clock = 10_000
+    limiter.warn(log, 'k', { peer: 'z' }, 'refused')
+    expect(lines).to.deep.equal([
+      { fields: { peer: 'x' }, message: 'refused' },
+      { fields: { peer: 'z', suppressed: 1 }, message: 'refused' },
+    ])
+  })
 })
+
