@@ -8,7 +8,7 @@ import { InvalidInputError, WardenError } from '../lib/errors.js'
 import type { AppServices, ApiContext } from './context.js'
 import { errorMiddleware } from './errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
-import { consistencyOf, queryParam } from './request.js'
+import { consistencyOf, hasParam, queryParam } from './request.js'
 import { tokenRoutes } from './routes/acl-tokens.js'
 import { policyRoutes } from './routes/acl-policies.js'
 import { authMethodRoutes } from './routes/acl-auth-methods.js'
@@ -73,7 +73,7 @@ export function createApp(services: AppServices): Koa {
     }
     await catchUpBeforeWrite(ctx as ApiContext)
     await next()
-    if (ctx.body !== undefined && ctx.body !== null && typeof ctx.body === 'object' && !Buffer.isBuffer(ctx.body) && Object.hasOwn(ctx.query, 'pretty')) {
+    if (ctx.body !== undefined && ctx.body !== null && typeof ctx.body === 'object' && !Buffer.isBuffer(ctx.body) && hasParam(ctx as ApiContext, 'pretty')) {
       ctx.body = JSON.stringify(ctx.body, null, 4)
       ctx.type = 'application/json'
     }

@@ -12,7 +12,7 @@
  * few milliseconds earlier, never a later turn's.
  */
 import type { ApiContext } from './context.js'
-import { RESULT_PARAMS, secretOf } from './request.js'
+import { queryOf, RESULT_PARAMS, secretOf } from './request.js'
 import type { ReadResult } from './read.js'
 
 /** Bounds the memory of one turn's shared results; beyond it, reads run alone. */
@@ -70,7 +70,8 @@ export function coalesceKey(ctx: ApiContext, appliedIndex: number, scope: readon
   if (ctx.method !== 'GET') return undefined
   // Parsed as the routes parse them (Koa's query), so `?fil%74er=` is the filter here as it is there. A repeated
   // parameter keeps all its values: the first counts, and two requests differing only after it still run apart.
-  const params = RESULT_PARAMS.map((name) => ctx.query[name] ?? null)
+  const query = queryOf(ctx)
+  const params = RESULT_PARAMS.map((name) => query[name] ?? null)
   // JSON keeps the parts apart whatever they contain (a secret from ?token may hold any character).
   return JSON.stringify([appliedIndex, ctx.path, params, secretOf(ctx) ?? '', ctx.get('X-Service-Namespace'), ...scope])
 }

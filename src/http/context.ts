@@ -35,6 +35,10 @@ export interface AppServices {
 export interface RequestState {
   app: AppServices
   caller?: Caller
+  /** Koa's parsed query, read once: each `ctx.query` walks Koa's getters and the URL parse cache again. */
+  query?: Record<string, string | string[] | undefined>
+  /** The consistency mode, parsed once (the app middleware and serveRead both need it). */
+  consistency?: { mode: 'leader' | 'stale' | 'consistent'; maxStaleMs?: number }
 }
 
 export type ApiContext = Context & { state: RequestState }

@@ -11,7 +11,7 @@ import { randomInt } from 'node:crypto'
 import { WardenError } from '../lib/errors.js'
 import type { Table } from '../state/keys.js'
 import type { ApiContext } from './context.js'
-import { blockingOf, consistencyOf } from './request.js'
+import { blockingOf, consistencyOf, hasParam } from './request.js'
 import { coalesceKey, ReadCoalescer, serializedBody } from './coalesce.js'
 
 export interface ReadResult {
@@ -128,7 +128,7 @@ function respond(ctx: ApiContext, spec: ReadSpec, effective: string, result: Rea
   ctx.set('X-Service-Effective-Consistency', effective)
   if (result.filtered === true) ctx.set('X-Service-Results-Filtered-By-ACLs', 'true')
   if (spec.missing !== undefined && result.modifyIndex === undefined) throw spec.missing()
-  if (result.body !== null && typeof result.body === 'object' && !Object.hasOwn(ctx.query, 'pretty')) {
+  if (result.body !== null && typeof result.body === 'object' && !hasParam(ctx as ApiContext, 'pretty')) {
     // The type first: Koa types a string body as text unless a type is already set.
     ctx.type = 'application/json'
     ctx.body = serializedBody(result)

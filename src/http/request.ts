@@ -59,9 +59,15 @@ const KNOWN_PARAMS = new Set<string>([...RESULT_PARAMS, ...OTHER_PARAMS])
 function queryString(ctx: ApiContext, name: string): string | undefined {
   // A parameter read here but missing from both lists could change a read's answer without being in its key.
   assert(KNOWN_PARAMS.has(name), `query parameter ${name} is not declared in RESULT_PARAMS or OTHER_PARAMS (src/http/request.ts)`)
-  const value = ctx.query[name]
+  const value = queryOf(ctx)[name]
   if (Array.isArray(value)) return value[0]
   return value
+}
+
+/** The request's query parameters as Koa parses them, read from Koa once per request. */
+export function queryOf(ctx: ApiContext): Record<string, string | string[] | undefined> {
+  ctx.state.query ??= ctx.query
+  return ctx.state.query
 }
 
 /**
@@ -80,14 +86,19 @@ export async function namespaceOf(ctx: ApiContext, bodyNamespace?: string, optio
 
 export type Consistency = 'leader' | 'stale' | 'consistent'
 
-function flag(ctx: ApiContext, name: string): boolean {
-  return Object.hasOwn(ctx.query, name)
+export function hasParam(ctx: ApiContext, name: string): boolean {
+  return Object.hasOwn(queryOf(ctx), name)
 }
 
 /** The consistency mode asked for. Both ?stale and ?consistent at once contradict each other on every endpoint. */
 export function consistencyOf(ctx: ApiContext): { mode: Consistency; maxStaleMs?: number } {
-  const stale = flag(ctx, 'stale')
-  const consistent = flag(ctx, 'consistent')
+  ctx.state.consistency ??= parseConsistency(ctx)
+  return ctx.state.consistency
+}
+
+function parseConsistency(ctx: ApiContext): { mode: Consistency; maxStaleMs?: number } {
+  const stale = hasParam(ctx, 'stale')
+  const consistent = hasParam(ctx, 'consistent')
   const maxStaleText = queryString(ctx, 'max_stale')
   if (consistent && (stale || maxStaleText !== undefined)) {
     throw new InvalidInputError('consistent', 'cannot be combined with stale or max_stale: their semantics conflict')

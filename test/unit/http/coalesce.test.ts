@@ -15,7 +15,7 @@ function context(path: string, querystring: string, headers: Record<string, stri
     return [name, values.length <= 1 ? values[0] : values]
   }))
   const lower = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]))
-  return { method, path, querystring, query, get: (name: string) => lower[name.toLowerCase()] ?? '' } as unknown as ApiContext
+  return { method, path, querystring, query, state: {}, get: (name: string) => lower[name.toLowerCase()] ?? '' } as unknown as ApiContext
 }
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
