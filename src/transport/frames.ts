@@ -11,7 +11,8 @@
 import { Packr } from 'msgpackr'
 import type { WireError } from '../lib/errors.js'
 
-export const PROTOCOL_VERSION = 1
+/** 2: the acceptor proves the key last, in welcome, so that a stranger who dials it learns nothing keyed (handshake.ts). */
+export const PROTOCOL_VERSION = 2
 /** Bytes of each side's nonce: 256 bits, so a nonce never repeats by chance. */
 export const NONCE_BYTES = 32
 /** Bytes of an HMAC-SHA256 proof. */
@@ -40,12 +41,12 @@ const TAG = {
 export type HandshakeFrame =
   /** Dialer to acceptor: who I am, the cluster address I advertise, and my fresh nonce. */
   | { type: 'hello'; version: number; node: string; address: string; nonce: Buffer }
-  /** Acceptor to dialer: who I am, the address I advertise, my fresh nonce, and my proof of the key over all that. */
-  | { type: 'challenge'; node: string; address: string; nonce: Buffer; proof: Buffer }
-  /** Dialer to acceptor: my proof of the key. */
+  /** Acceptor to dialer: who I am, the address I advertise, and my fresh nonce. No proof yet: see handshake.ts. */
+  | { type: 'challenge'; node: string; address: string; nonce: Buffer }
+  /** Dialer to acceptor: my proof of the key over both names, both addresses and both nonces. */
   | { type: 'proof'; proof: Buffer }
-  /** Acceptor to dialer: you are authenticated and this link is the one we keep. */
-  | { type: 'welcome' }
+  /** Acceptor to dialer: you are authenticated, this link is the one we keep, and here is my proof of the key. */
+  | { type: 'welcome'; proof: Buffer }
 
 export type DataFrame =
   | { type: 'message'; payload: unknown }
@@ -73,11 +74,11 @@ function toArray(frame: Frame): unknown[] {
     case 'hello':
       return [TAG.hello, frame.version, frame.node, frame.address, frame.nonce]
     case 'challenge':
-      return [TAG.challenge, frame.node, frame.address, frame.nonce, frame.proof]
+      return [TAG.challenge, frame.node, frame.address, frame.nonce]
     case 'proof':
       return [TAG.proof, frame.proof]
     case 'welcome':
-      return [TAG.welcome]
+      return [TAG.welcome, frame.proof]
     case 'message':
       return [TAG.message, frame.payload]
     case 'request':
@@ -111,20 +112,19 @@ export function decodeFrame(bytes: Buffer): Frame {
         nonce: bytesOf(fields[3], NONCE_BYTES, 'nonce'),
       }
     case TAG.challenge:
-      expectFields('challenge', fields, 4)
+      expectFields('challenge', fields, 3)
       return {
         type: 'challenge',
         node: nodeName(fields[0]),
         address: address(fields[1]),
         nonce: bytesOf(fields[2], NONCE_BYTES, 'nonce'),
-        proof: bytesOf(fields[3], PROOF_BYTES, 'proof'),
       }
     case TAG.proof:
       expectFields('proof', fields, 1)
       return { type: 'proof', proof: bytesOf(fields[0], PROOF_BYTES, 'proof') }
     case TAG.welcome:
-      expectFields('welcome', fields, 0)
-      return { type: 'welcome' }
+      expectFields('welcome', fields, 1)
+      return { type: 'welcome', proof: bytesOf(fields[0], PROOF_BYTES, 'proof') }
     case TAG.message:
       expectFields('message', fields, 1)
       return { type: 'message', payload: fields[0] }

@@ -1,27 +1,30 @@
 /**
  * Mutual challenge-response authentication of a peer link over the shared cluster key.
  *
- * The protocol, on a fresh WebSocket, before any other frame:
+ * The protocol (version 2), on a fresh WebSocket, before any other frame:
  *
  *   dialer   -> acceptor  hello     { version, node: D, address: Dadv, nonce: Nd }
- *   acceptor -> dialer    challenge { node: A, address: Aadv, nonce: Na, proof: HMAC(key, "acceptor" | T) }
+ *   acceptor -> dialer    challenge { node: A, address: Aadv, nonce: Na }
  *   dialer   -> acceptor  proof     { proof: HMAC(key, "dialer" | T) }
- *   acceptor -> dialer    welcome   {}
+ *   acceptor -> dialer    welcome   { proof: HMAC(key, "acceptor" | T) }
  *
  *   where T = D | A | Dadv | Aadv | Nd | Na, each field length-prefixed
  *
  * - The key never crosses the wire; each side proves it knows the key by an HMAC-SHA256 over both names, both
  *   advertised addresses and both nonces. Both nonces are fresh (node:crypto) per connection, so a recorded proof
  *   is worthless on any other one.
+ * - The dialer proves first. Anyone can connect to the peer port and name a peer; had the acceptor proved first (as
+ *   version 1 did), that stranger would get an HMAC of the key over a transcript it helped choose, and could test
+ *   guesses of a weak key against it offline. The dialer proves only to the address it was given for a peer.
  * - The direction label makes the two proofs of one connection different, so a party without the key cannot
- *   reflect the acceptor's proof back as its own, nor borrow a proof a node made in the other role.
+ *   reflect a node's proof back to it as its own, nor borrow a proof a node made in the other role.
  * - Every field is length-prefixed in the HMAC input, so no two different transcripts share an input.
  * - Identity is the node name carried (and proven) here, not the address the connection came from or was dialed
  *   to: a peer may sit behind a proxy, and its advertised cluster address may differ from the one dialed.
  * - The acceptor refuses a hello naming a node outside its peer set before it proves anything; the dialer refuses a
  *   challenge from any node but the one it meant to dial. Proofs are compared with crypto.timingSafeEqual.
- * - welcome tells the dialer that the acceptor verified it and keeps this link (rather than a duplicate), so the
- *   dialer sends nothing before the acceptor would accept it.
+ * - welcome tells the dialer that the acceptor verified it and keeps this link (rather than a duplicate), and
+ *   carries the acceptor's proof, which the dialer verifies before it sends or accepts anything else.
  *
  * What this does not give: secrecy or integrity after the handshake. Frames are neither encrypted nor MACed, so a
  * party on the network path can read them and, by relaying a genuine handshake, inject into the link. Encryption

@@ -206,7 +206,7 @@ export class Link {
       case 'proof':
         return this.onProof(frame, key)
       case 'welcome':
-        return this.onWelcome()
+        return this.onWelcome(frame, key)
       default:
         // Data frames never match `awaiting`, so they were refused above.
         return unreachable(frame, 'data frame in a handshake')
@@ -235,11 +235,12 @@ export class Link {
     }
     this.awaiting = 'proof'
     const { nodeName, advertiseAddress } = this.host
-    const proof = key.proof('acceptor', this.transcript)
-    this.send({ type: 'challenge', node: nodeName, address: advertiseAddress, nonce: this.localNonce, proof })
+    // No proof here: whoever dials may be a stranger who names a peer, and an HMAC of the key over a transcript it
+    // chose would let it test guesses of a weak key offline. The acceptor proves the key only to a proven dialer.
+    this.send({ type: 'challenge', node: nodeName, address: advertiseAddress, nonce: this.localNonce })
   }
 
-  /** Dialer: the acceptor names itself and proves the key; we prove it back. */
+  /** Dialer: the acceptor names itself; we prove the key first (we dialed a peer address we were given). */
   private onChallenge(frame: Extract<Frame, { type: 'challenge' }>, key: ClusterKey): void {
     if (frame.node !== this.peer) return this.refuse(`dialed ${this.peer ?? '?'} but ${frame.node} answered`, CloseCode.refused)
     this.peerAdvertiseAddress = frame.address
@@ -251,7 +252,6 @@ export class Link {
       dialerNonce: this.localNonce,
       acceptorNonce: frame.nonce,
     }
-    if (!key.verify('acceptor', this.transcript, frame.proof)) return this.refuse('peer did not prove the cluster key', CloseCode.refused)
     this.awaiting = 'welcome'
     this.send({ type: 'proof', proof: key.proof('dialer', this.transcript) })
   }
@@ -264,13 +264,14 @@ export class Link {
     if (!this.host.isPeer(this.peer)) return this.refuse('not a node of the peer set', CloseCode.refused)
     if (!this.host.shouldKeep(this)) return this.dropDuplicate()
     // welcome goes out before onOpen, which may flush queued data frames on this link: the dialer must see it first.
-    this.send({ type: 'welcome' })
+    this.send({ type: 'welcome', proof: key.proof('acceptor', this.transcript) })
     this.open()
   }
 
-  /** Dialer: the acceptor verified us. */
-  /** Dialer: the acceptor verified us and keeps this link. */
-  private onWelcome(): void {
+  /** Dialer: the acceptor verified us, keeps this link, and proves the key in turn. */
+  private onWelcome(frame: Extract<Frame, { type: 'welcome' }>, key: ClusterKey): void {
+    assert(this.transcript !== undefined, 'welcome awaited before a challenge was taken')
+    if (!key.verify('acceptor', this.transcript, frame.proof)) return this.refuse('peer did not prove the cluster key', CloseCode.refused)
     if (this.host.shouldKeep(this)) return this.open()
     // We took a better link with this peer since we dialed. The acceptor decided before us and may already be
     // writing on this one, so it is authenticated and drained while it closes, not dropped like a handshake.

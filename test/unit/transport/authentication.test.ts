@@ -8,6 +8,9 @@
  */
 import { expect } from 'chai'
 import { randomBytes } from 'node:crypto'
+import { Packr } from 'msgpackr'
+import { WebSocketServer } from 'ws'
+import { PEER_PATH } from '../../../src/transport/index.js'
 import { CloseCode } from '../../../src/transport/link.js'
 import { decodeFrame, encodeFrame, PROTOCOL_VERSION, type Frame } from '../../../src/transport/frames.js'
 import { ClusterKey, type HandshakeTranscript } from '../../../src/transport/handshake.js'
@@ -68,7 +71,8 @@ describe('transport: authentication and hostile peers', () => {
     const client = await rawClient(cleanup, a.transport)
     const { transcript } = await hello(client, 'b')
     client.send(encodeFrame({ type: 'proof', proof: new ClusterKey(CLUSTER_KEY).proof('dialer', transcript) }))
-    expect(decodeFrame(await client.nextFrame())).to.deep.equal({ type: 'welcome' })
+    // The acceptor proves the key last, over the same transcript.
+    expect(decodeFrame(await client.nextFrame())).to.deep.equal({ type: 'welcome', proof: new ClusterKey(CLUSTER_KEY).proof('acceptor', transcript) })
     return client
   }
 
@@ -91,7 +95,7 @@ describe('transport: authentication and hostile peers', () => {
     expect(requestsServed).to.equal(0)
     expect(a.peerEvents).to.deep.equal([])
     expect(isConnected(a, 'b') || isConnected(b, 'a')).to.equal(false)
-    // Each side's dial is refused by the dialer itself when the acceptor's proof does not verify.
+    // Each side refuses the other's dial when the dialer's proof does not verify.
     expect(logged(a.log, 'peer handshake refused', { peer: 'b', reason: 'peer did not prove the cluster key' })).to.equal(true)
     expect(logged(b.log, 'peer handshake refused', { peer: 'a', reason: 'peer did not prove the cluster key' })).to.equal(true)
     for (const line of [...a.log.raw, ...b.log.raw]) {
@@ -120,7 +124,7 @@ describe('transport: authentication and hostile peers', () => {
     for (const frame of [
       encodeFrame({ type: 'message', payload: 'sneaky' }),
       encodeFrame({ type: 'request', id: 1, payload: 'sneaky' }),
-      encodeFrame({ type: 'welcome' }),
+      encodeFrame({ type: 'welcome', proof: randomBytes(32) }),
     ]) {
       const client = await rawClient(cleanup, a.transport)
       client.send(frame)
@@ -135,21 +139,24 @@ describe('transport: authentication and hostile peers', () => {
 
   it('delivers nothing from a client that names a known peer but does not prove the key', async () => {
     const a = await nodeA()
-    const attempts: Array<(transcript: HandshakeTranscript, acceptorProof: Buffer) => Buffer> = [
+    const attempts: Array<(transcript: HandshakeTranscript) => Buffer> = [
       // Skips the proof and sends a message instead.
       () => encodeFrame({ type: 'message', payload: 'sneaky' }),
       () => encodeFrame({ type: 'proof', proof: randomBytes(32) }),
       (transcript) => encodeFrame({ type: 'proof', proof: new ClusterKey(OTHER_KEY).proof('dialer', transcript) }),
-      // Reflection: the acceptor's own proof, sent back. The direction label makes it worthless.
-      (_, acceptorProof) => encodeFrame({ type: 'proof', proof: acceptorProof }),
+      // A proof made with the key, but in the acceptor's role (one a node made when it accepted): the direction
+      // label makes it worthless as a dialer's.
+      (transcript) => encodeFrame({ type: 'proof', proof: new ClusterKey(CLUSTER_KEY).proof('acceptor', transcript) }),
     ]
     for (const attempt of attempts) {
       const client = await rawClient(cleanup, a.transport)
       const { challenge, transcript } = await hello(client, 'b')
       expect(challenge.node).to.equal('a')
-      client.send(attempt(transcript, challenge.proof))
+      client.send(attempt(transcript))
       client.send(encodeFrame({ type: 'message', payload: 'after the proof' }))
       expect(await client.closedWith()).to.equal(CloseCode.refused)
+      // Nothing came back after the challenge: no welcome, so no proof of the key either.
+      expect(client.received).to.deep.equal([])
     }
     await sleep(50)
     expect(a.inbox).to.deep.equal([])
@@ -157,6 +164,57 @@ describe('transport: authentication and hostile peers', () => {
     // Every refusal is counted; the warning for one reason is logged once per 10 s (anyone can cause them).
     expect(a.transport.stats().handshakesFailed).to.equal(4)
     expect(a.log.records.filter((record) => record['reason'] === 'peer did not prove the cluster key')).to.have.length(1)
+  })
+
+  it('proves nothing keyed to a stranger that dials it and names a peer: the challenge carries no proof', async () => {
+    const a = await nodeA()
+    const client = await rawClient(cleanup, a.transport)
+    client.send(encodeFrame({ type: 'hello', version: PROTOCOL_VERSION, node: 'b', address: 'b.cluster.test:8300', nonce: randomBytes(32) }))
+    // The frame as sent, before our decoder: [tag, node, address, nonce] and nothing else.
+    const fields = new Packr({ useRecords: false }).unpack(await client.nextFrame()) as unknown[]
+    expect(fields).to.have.length(4)
+    expect(fields.slice(1, 3)).to.deep.equal(['a', 'a.cluster.test:8300'])
+    expect(Buffer.from(fields[3] as Uint8Array)).to.have.length(32)
+    // Without a proof of our own, the acceptor answers nothing more and drops the connection at its timeout.
+    client.send(encodeFrame({ type: 'proof', proof: randomBytes(32) }))
+    expect(await client.closedWith()).to.equal(CloseCode.refused)
+    expect(client.received).to.deep.equal([])
+  })
+
+  it('as the dialer, refuses an acceptor whose welcome does not prove the key, and sends it nothing', async () => {
+    // A fake b that answers the handshake by the protocol but cannot prove the key in its welcome.
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0, path: PEER_PATH })
+    await new Promise<void>((resolve) => server.once('listening', () => resolve()))
+    cleanup.defer(async () => {
+      for (const socket of server.clients) socket.terminate()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    })
+    const seen: Frame[] = []
+    let dialerProofValid: boolean | undefined
+    server.on('connection', (socket) => {
+      const nonce = randomBytes(32)
+      let transcript: HandshakeTranscript | undefined
+      socket.on('message', (data) => {
+        const frame = decodeFrame(data as Buffer)
+        seen.push(frame)
+        if (frame.type === 'hello') {
+          transcript = { dialerNode: frame.node, acceptorNode: 'b', dialerAddress: frame.address, acceptorAddress: 'b.cluster.test:8300', dialerNonce: frame.nonce, acceptorNonce: nonce }
+          socket.send(encodeFrame({ type: 'challenge', node: 'b', address: 'b.cluster.test:8300', nonce }))
+        } else if (frame.type === 'proof' && transcript !== undefined) {
+          dialerProofValid = new ClusterKey(CLUSTER_KEY).verify('dialer', transcript, frame.proof)
+          socket.send(encodeFrame({ type: 'welcome', proof: new ClusterKey(OTHER_KEY).proof('acceptor', transcript) }))
+        }
+      })
+    })
+    const a = await startNode(cleanup, 'a', { peers: new Map([['b', `127.0.0.1:${(server.address() as { port: number }).port}`]]) })
+    a.transport.send('b', 'for b only once it proved the key')
+    await waitFor('a refuses the welcome', () => logged(a.log, 'peer handshake refused', { peer: 'b', reason: 'peer did not prove the cluster key' }))
+    // a proved itself (it dialed the address it was given for b), then refused b's proof and sent nothing else.
+    expect(dialerProofValid).to.equal(true)
+    await sleep(100)
+    expect(seen.filter((frame) => frame.type !== 'hello' && frame.type !== 'proof')).to.deep.equal([])
+    expect(isConnected(a, 'b')).to.equal(false)
+    expect(a.peerEvents).to.deep.equal([])
   })
 
   it('accepts a client that follows the documented handshake with the key, naming it as it proved', async () => {

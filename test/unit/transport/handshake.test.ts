@@ -78,9 +78,9 @@ describe('transport: frames', () => {
   it('round-trips every frame type', () => {
     const frames: Frame[] = [
       { type: 'hello', version: 1, node: 'a', address: 'a:1', nonce: randomBytes(32) },
-      { type: 'challenge', node: 'b', address: 'b:1', nonce: randomBytes(32), proof: randomBytes(32) },
+      { type: 'challenge', node: 'b', address: 'b:1', nonce: randomBytes(32) },
       { type: 'proof', proof: randomBytes(32) },
-      { type: 'welcome' },
+      { type: 'welcome', proof: randomBytes(32) },
       { type: 'message', payload: { term: 3, entries: [{ index: 1, data: Buffer.from('x') }] } },
       { type: 'request', id: 7, payload: 'read-index' },
       { type: 'response', id: 7, payload: null },
@@ -108,7 +108,7 @@ describe('transport: frames', () => {
       [19, 1, null],
     ]
     for (const value of bad) expect(() => decodeFrame(packr.pack(value)), JSON.stringify(value)).to.throw(FrameError)
-    for (const bytes of [Buffer.alloc(0), Buffer.from([0xc1]), Buffer.from([0x92, 0x10]), Buffer.concat([encodeFrame({ type: 'welcome' }), Buffer.from([0])])]) {
+    for (const bytes of [Buffer.alloc(0), Buffer.from([0xc1]), Buffer.from([0x92, 0x10]), Buffer.concat([encodeFrame({ type: 'welcome', proof: randomBytes(32) }), Buffer.from([0])])]) {
       expect(() => decodeFrame(bytes), bytes.toString('hex')).to.throw(FrameError)
     }
     // Nesting deep enough to overflow the decoder's stack is a bad frame too, not a crash.
