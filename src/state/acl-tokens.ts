@@ -92,7 +92,8 @@ export async function createToken(txn: Txn, input: TokenCreate, index: number): 
 export async function updateToken(txn: Txn, input: TokenUpdate, index: number): Promise<ApplyResult> {
   const existing = await getRecord(txn, tokenSpec, input.AccessorID)
   if (existing === undefined) return applyError('not_found', `token "${input.AccessorID}" does not exist`)
-  if (input.SecretID !== undefined && input.SecretID !== existing.SecretID) {
+  // Compared by digest: in time that does not depend on where the secrets differ, and without regard to a UUID's case.
+  if (input.SecretID !== undefined && secretDigest(input.SecretID) !== secretDigest(existing.SecretID)) {
     return applyError('invalid_input', 'is immutable and must match the existing value', 'SecretID')
   }
   if (input.AuthMethod !== undefined && input.AuthMethod !== existing.AuthMethod) {

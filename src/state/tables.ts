@@ -4,6 +4,7 @@
  * entries or an index entry without its record.
  */
 import { createHash } from 'node:crypto'
+import { isUuid } from '../lib/ids.js'
 import {
   indexPrefix,
   nsKey,
@@ -27,17 +28,17 @@ export interface TableSpec<R> {
   multi: Record<string, (record: R) => string[]>
 }
 
-/** Tokens are found by a SHA-256 of their SecretID, so the index never holds a usable secret. */
+/**
+ * Tokens are found by a SHA-256 of their SecretID, so the index never holds a usable secret.
+ * - A UUID is digested in lower case: UUIDs compare without regard to case (Consul indexes SecretIDs as UUID bytes),
+ *   so a secret created as `F62D…` works when sent as `F62D…` or as `f62d…`. Other secrets (an operator's initial
+ *   management token may be any string) are digested as they are.
+ * - No memo of the last secret: checking it would compare the secret a caller presents, in time that depends on the
+ *   bytes, with the last real secret seen, and keep that secret in memory.
+ */
 export function secretDigest(secret: string): string {
-  // A token create digests its secret twice in a row (the in-use check, then the index write): remember the last.
-  if (secret !== lastSecret) {
-    lastDigest = createHash('sha256').update(secret, 'utf8').digest('hex')
-    lastSecret = secret
-  }
-  return lastDigest
+  return createHash('sha256').update(isUuid(secret) ? secret.toLowerCase() : secret, 'utf8').digest('hex')
 }
-let lastSecret: string | undefined
-let lastDigest = ''
 
 /** Expiry index values sort by time: milliseconds since the epoch, zero-padded. */
 export function expiryValue(expirationTime: string): string {

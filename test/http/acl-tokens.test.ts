@@ -75,6 +75,21 @@ describe('ACL tokens', () => {
       expect(self.body.AccessorID).to.equal(AccessorID)
     })
 
+    it('a SecretID supplied in upper case works as sent and in lower case, and is in use in either case', async () => {
+      // UUIDs compare without regard to case (macOS uuidgen prints upper case); Consul indexes them as bytes.
+      const SecretID = '1C2D3E4F-5A6B-4C7D-8E9F-0A1B2C3D4E0A'
+      const token = await create({ SecretID, Description: 'upper case secret' })
+      for (const sent of [SecretID, SecretID.toLowerCase()]) {
+        const self = await agent.request('GET', '/v1/acl/token/self', { token: sent })
+        expect(self.status, self.text).to.equal(200)
+        expect(self.body.AccessorID).to.equal(token.AccessorID)
+      }
+      expectError(await agent.request('PUT', '/v1/acl/token', { body: { SecretID: SecretID.toLowerCase() } }), 400, 'invalid_input', 'SecretID')
+      // An update may restate the secret in either case.
+      const restated = await agent.request('PUT', `/v1/acl/token/${token.AccessorID}`, { body: { SecretID, Description: 'restated' } })
+      expect(restated.status, restated.text).to.equal(200)
+    })
+
     it('an AccessorID already in use is a 400 naming AccessorID', async () => {
       const first = await create({})
       const response = await agent.request('PUT', '/v1/acl/token', { body: { AccessorID: first.AccessorID, Description: 'dup' } })
