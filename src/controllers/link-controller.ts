@@ -102,6 +102,9 @@ export function managementPlaneUrlProblem(text: string): string | undefined {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `must be an http or https URL, not ${url.protocol}`
   if (url.search !== '' || url.hash !== '') return 'must not carry a query or a fragment'
+  // fetch refuses such a URL anyway, and its error quotes the URL, which ends up in the link's status where
+  // operator:read callers read it. The link authenticates with client_id and client_secret.
+  if (url.username !== '' || url.password !== '') return 'must not carry credentials (user:password@)'
   return undefined
 }
 

@@ -96,6 +96,9 @@ const NAME_RULES: Record<'service' | 'node' | 'role', { valid: (name: string) =>
   role: { valid: (name) => isValidRecordName(name, 'role'), rule: 'a role name is 1 to 256 letters, digits, "-" or "_"' },
 }
 
+/** What the caller of a login is told when a matching rule cannot apply; the details are for the log (errors.ts). */
+const CANNOT_APPLY = "a binding rule that matches the identity cannot apply to it (the agent's log says which and why)"
+
 function ruleLabel(rule: AclBindingRule): string {
   return `binding rule ${rule.ID} (BindType ${rule.BindType})`
 }
@@ -106,11 +109,12 @@ function computeName(rule: AclBindingRule, kind: 'service' | 'node' | 'role', id
     name = interpolate(rule.BindName, identity.variables)
   } catch (error) {
     if (!(error instanceof InterpolationError)) throw error
-    throw new BindingError(`${ruleLabel(rule)} cannot apply: BindName ${JSON.stringify(rule.BindName)}: ${error.message}`)
+    throw new BindingError(CANNOT_APPLY, `${ruleLabel(rule)} cannot apply: BindName ${JSON.stringify(rule.BindName)}: ${error.message}`)
   }
   const { valid, rule: nameRule } = NAME_RULES[kind]
   if (!valid(name)) {
     throw new BindingError(
+      CANNOT_APPLY,
       `${ruleLabel(rule)} cannot apply: BindName ${JSON.stringify(rule.BindName)} gives ${JSON.stringify(name)}, which is not a valid ${kind} name (${nameRule})`,
     )
   }
@@ -119,7 +123,7 @@ function computeName(rule: AclBindingRule, kind: 'service' | 'node' | 'role', id
 
 function templatedPolicy(rule: AclBindingRule, identity: Identity): TemplatedPolicyLink {
   const template = templatedPolicyByName(rule.BindName)
-  if (template === undefined) throw new BindingError(`${ruleLabel(rule)} cannot apply: no templated policy named ${JSON.stringify(rule.BindName)}`)
+  if (template === undefined) throw new BindingError(CANNOT_APPLY, `${ruleLabel(rule)} cannot apply: no templated policy named ${JSON.stringify(rule.BindName)}`)
   const variables: Record<string, string> = {}
   for (const [key, value] of Object.entries(rule.BindVars ?? {})) {
     try {
@@ -127,14 +131,14 @@ function templatedPolicy(rule: AclBindingRule, identity: Identity): TemplatedPol
       variables[key.toLowerCase()] = interpolate(value, identity.variables)
     } catch (error) {
       if (!(error instanceof InterpolationError)) throw error
-      throw new BindingError(`${ruleLabel(rule)} cannot apply: BindVars.${key} ${JSON.stringify(value)}: ${error.message}`)
+      throw new BindingError(CANNOT_APPLY, `${ruleLabel(rule)} cannot apply: BindVars.${key} ${JSON.stringify(value)}: ${error.message}`)
     }
   }
   const link: TemplatedPolicyLink = { TemplateName: template.TemplateName, TemplateID: template.TemplateID }
   if (template.Schema === '') return link
   const problems = validateTemplateVariables(template.TemplateName, variables)
   if (problems.length > 0) {
-    throw new BindingError(`${ruleLabel(rule)} cannot apply: the interpolated BindVars ${JSON.stringify(variables)} are not valid: ${problems.join('; ')}`)
+    throw new BindingError(CANNOT_APPLY, `${ruleLabel(rule)} cannot apply: the interpolated BindVars ${JSON.stringify(variables)} are not valid: ${problems.join('; ')}`)
   }
   if (variables.name !== undefined) link.TemplateVariables = { name: variables.name }
   return link

@@ -5,10 +5,18 @@
  */
 import { PermissionDeniedError } from '../../lib/errors.js'
 
-/** The bearer token is not valid: malformed, badly signed, expired, for another issuer or audience, refused by review. */
+/**
+ * The bearer token is not valid: malformed, badly signed, expired, for another issuer or audience, refused by review.
+ * Whoever logs in needs no token, so `reason` says what is wrong with the bearer token without showing the auth
+ * method's settings (its bound issuer and audiences, its keys, its algorithms), which only acl:read may read; those go
+ * in `logDetail`, for the agent's log.
+ */
 export class InvalidBearerTokenError extends PermissionDeniedError {
   override readonly name = 'InvalidBearerTokenError'
-  constructor(readonly reason: string) {
+  constructor(
+    readonly reason: string,
+    readonly logDetail?: string,
+  ) {
     super(`Permission denied: invalid bearer token: ${reason}`)
   }
 }
@@ -43,10 +51,17 @@ export function loggableUrl(url: string | URL): string {
   }
 }
 
-/** A binding or namespace rule matched but cannot be applied to this identity (an interpolated name is not valid). */
+/**
+ * A login gives nothing: no binding rule matches, or one matched but cannot be applied to this identity (an
+ * interpolated name is not valid). The caller learns that, not which rule or what it binds (binding rules need
+ * acl:read); `logDetail` names the rule, its template and what it gave, for the agent's log.
+ */
 export class BindingError extends PermissionDeniedError {
   override readonly name = 'BindingError'
-  constructor(readonly reason: string) {
+  constructor(
+    readonly reason: string,
+    readonly logDetail?: string,
+  ) {
     super(`Permission denied: ${reason}`)
   }
 }

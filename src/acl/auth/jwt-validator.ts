@@ -68,7 +68,8 @@ export async function validateJwt(config: JwtConfig, bearerToken: string, nowMs:
   const discovery = nonEmpty(config.OIDCDiscoveryURL)
   const allowed = (config.JWTSupportedAlgs ?? []).length > 0 ? (config.JWTSupportedAlgs as JWSAlgorithm[]) : discovery ? ['RS256'] : ASYMMETRIC_ALGORITHMS
   if (typeof header.alg !== 'string' || !allowed.includes(header.alg)) {
-    throw new InvalidBearerTokenError(`signing algorithm ${JSON.stringify(header.alg ?? null)} is not allowed (allowed: ${allowed.join(', ')})`)
+    const alg = JSON.stringify(header.alg ?? null)
+    throw new InvalidBearerTokenError(`signing algorithm ${alg} is not allowed`, `signing algorithm ${alg} is not allowed (allowed: ${allowed.join(', ')})`)
   }
   let payload: Uint8Array
   let issuer = nonEmpty(config.BoundIssuer) ? config.BoundIssuer : undefined
@@ -76,7 +77,10 @@ export async function validateJwt(config: JwtConfig, bearerToken: string, nowMs:
     const provider = await caches.discovery.provider(config.OIDCDiscoveryURL as string, caOf(config.OIDCDiscoveryCACert))
     payload = await caches.jwks.verify(bearerToken, { url: provider.jwksUri, ...withCa(config.OIDCDiscoveryCACert) }, allowed)
     if (issuer !== undefined && issuer !== provider.issuer) {
-      throw new InvalidBearerTokenError(`the discovered issuer ${JSON.stringify(provider.issuer)} is not the bound issuer ${JSON.stringify(issuer)}`)
+      throw new InvalidBearerTokenError(
+        'the issuer the discovery document names is not the bound issuer',
+        `the discovered issuer ${JSON.stringify(provider.issuer)} is not the bound issuer ${JSON.stringify(issuer)}`,
+      )
     }
     issuer = provider.issuer
   } else if (nonEmpty(config.JWKSURL)) {
@@ -145,7 +149,10 @@ async function verifyWithStaticKeys(token: string, pems: readonly string[], algo
       // A signature that does not verify, or a key of another type than the algorithm: try the next key.
     }
   }
-  throw new InvalidBearerTokenError(`the signature does not verify with any of the auth method's ${pems.length} JWTValidationPubKeys`)
+  throw new InvalidBearerTokenError(
+    "the signature does not verify with the auth method's keys",
+    `the signature does not verify with any of the auth method's ${pems.length} JWTValidationPubKeys`,
+  )
 }
 
 function parseClaims(payload: Uint8Array): Record<string, unknown> {
@@ -182,7 +189,8 @@ export function checkClaims(claims: Record<string, unknown>, checks: ClaimChecks
   if (expiry === 0) expiry = Math.max(issuedAt, notBefore) + checks.expirationLeeway
   if (notBefore === 0) notBefore = issuedAt !== 0 ? issuedAt : expiry - checks.notBeforeLeeway
   if (checks.issuer !== undefined && claims.iss !== checks.issuer) {
-    throw new InvalidBearerTokenError(`its issuer (iss) ${JSON.stringify(claims.iss ?? null)} is not the bound issuer ${JSON.stringify(checks.issuer)}`)
+    const iss = JSON.stringify(claims.iss ?? null)
+    throw new InvalidBearerTokenError(`its issuer (iss) ${iss} is not the bound issuer`, `its issuer (iss) ${iss} is not the bound issuer ${JSON.stringify(checks.issuer)}`)
   }
   const now = nowMs / 1000
   const skew = checks.clockSkewLeeway
@@ -196,11 +204,17 @@ function checkAudience(claim: unknown, checks: ClaimChecks): void {
   const audiences = typeof claim === 'string' ? [claim] : Array.isArray(claim) ? claim.filter((item): item is string => typeof item === 'string') : []
   if (checks.audiences.length === 0) {
     if (checks.strictAudience && audiences.length > 0) {
-      throw new InvalidBearerTokenError(`it has an audience (aud) ${JSON.stringify(audiences)} but the auth method binds no audiences`)
+      throw new InvalidBearerTokenError(
+        `its audience (aud) ${JSON.stringify(audiences)} is not accepted`,
+        `it has an audience (aud) ${JSON.stringify(audiences)} but the auth method binds no audiences`,
+      )
     }
     return
   }
   if (!checks.audiences.some((audience) => audiences.includes(audience))) {
-    throw new InvalidBearerTokenError(`its audience (aud) ${JSON.stringify(audiences)} matches none of the bound audiences ${JSON.stringify(checks.audiences)}`)
+    throw new InvalidBearerTokenError(
+      `its audience (aud) ${JSON.stringify(audiences)} is not accepted`,
+      `its audience (aud) ${JSON.stringify(audiences)} matches none of the bound audiences ${JSON.stringify(checks.audiences)}`,
+    )
   }
 }

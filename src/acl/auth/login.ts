@@ -36,9 +36,8 @@ export function planLogin(method: AclAuthMethod, rules: readonly AclBindingRule[
   const bindings = bindIdentity(rules, identity, datacenter)
   if (isEmptyBinding(bindings)) {
     throw new BindingError(
-      rules.length === 0
-        ? `login through auth method "${method.Name}" yields no privilege: the method has no binding rules`
-        : `login through auth method "${method.Name}" yields no privilege: none of its ${rules.length} binding rules matches the identity`,
+      `login through auth method "${method.Name}" yields no privilege: no binding rule matches the identity`,
+      rules.length === 0 ? `auth method "${method.Name}" has no binding rules` : `none of the ${rules.length} binding rules of auth method "${method.Name}" matches the identity`,
     )
   }
   return { bindings, Namespace: bindNamespace(method, identity) }

@@ -11,6 +11,9 @@ import type { Identity } from './identity.js'
 
 const NAMESPACE = /^[A-Za-z0-9_-]{1,64}$/
 
+/** What the caller of a login is told; the rule and what it gave are for the log (errors.ts). */
+const CANNOT_APPLY = "a namespace rule that matches the identity cannot apply to it (the agent's log says which and why)"
+
 export function bindNamespace(method: Pick<AclAuthMethod, 'Namespace' | 'NamespaceRules'>, identity: Identity): string {
   if (method.Namespace !== DEFAULT_NAMESPACE) return method.Namespace
   for (const [position, rule] of method.NamespaceRules.entries()) {
@@ -21,10 +24,11 @@ export function bindNamespace(method: Pick<AclAuthMethod, 'Namespace' | 'Namespa
       namespace = interpolate(rule.BindNamespace, identity.variables)
     } catch (error) {
       if (!(error instanceof InterpolationError)) throw error
-      throw new BindingError(`${label} cannot apply: BindNamespace ${JSON.stringify(rule.BindNamespace)}: ${error.message}`)
+      throw new BindingError(CANNOT_APPLY, `${label} cannot apply: BindNamespace ${JSON.stringify(rule.BindNamespace)}: ${error.message}`)
     }
     if (!NAMESPACE.test(namespace)) {
       throw new BindingError(
+        CANNOT_APPLY,
         `${label} cannot apply: BindNamespace ${JSON.stringify(rule.BindNamespace)} gives ${JSON.stringify(namespace)}, which is not a valid namespace (1 to 64 letters, digits, "-" or "_")`,
       )
     }

@@ -102,6 +102,9 @@ describe('link controller', () => {
       expect(cloudSettingsProblem({ resourceId: 'x', clientId: 'c', clientSecret: 's' })).to.include('cloud.resource_id')
       expect(cloudSettingsProblem({ managementPlaneUrl: 'ftp://x' })).to.include('cloud.management_plane_url')
       expect(cloudSettingsProblem({ managementPlaneUrl: 'not a url' })).to.include('cloud.management_plane_url')
+      // Credentials in the URL would be quoted in the link's status, which operator:read callers see.
+      expect(cloudSettingsProblem({ managementPlaneUrl: 'http://user:secret@127.0.0.1:1/base' })).to.equal('cloud.management_plane_url: must not carry credentials (user:password@)')
+      expect(cloudSettingsProblem({ managementPlaneUrl: 'https://user@example.test/' })).to.include('must not carry credentials')
     })
 
     it('makes a config-sourced link write with a new generation each time', () => {

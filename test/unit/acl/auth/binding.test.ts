@@ -51,6 +51,17 @@ const identity = jwtIdentity(
   { groups: 'groups' },
 )
 
+/** The BindingError `run` throws: its message is what the caller sees, its logDetail what the agent logs. */
+function refusal(run: () => unknown): BindingError {
+  try {
+    run()
+  } catch (error) {
+    if (error instanceof BindingError) return error
+    throw error
+  }
+  throw new Error('expected a BindingError')
+}
+
 describe('binding identities at login', () => {
   describe('interpolate', () => {
     const variables = { 'value.name': 'web', 'value.team': 'ops', 'value.empty': '' }
@@ -137,26 +148,25 @@ describe('binding identities at login', () => {
       expect(bindings.TemplatedPolicies).to.have.length(1)
     })
 
-    it('fails a rule whose interpolated name is not valid for its BindType, naming the rule, template and result', () => {
+    it('fails a rule whose interpolated name is not valid for its BindType: the caller learns that, the log which rule and why', () => {
       const service = rule({ BindType: 'service', BindName: '${value.display}' })
-      expect(() => bindIdentity([service], identity, 'dc1')).to.throw(
-        BindingError,
-        `binding rule ${service.ID} (BindType service) cannot apply: BindName "\${value.display}" gives "Web Server", which is not a valid service name`,
+      const error = refusal(() => bindIdentity([service], identity, 'dc1'))
+      // Binding rules need acl:read, and whoever logs in may hold no token: no rule ID, template or result.
+      expect(error.message).to.equal("Permission denied: a binding rule that matches the identity cannot apply to it (the agent's log says which and why)")
+      expect(error.logDetail).to.equal(
+        `binding rule ${service.ID} (BindType service) cannot apply: BindName "\${value.display}" gives "Web Server", which is not a valid service name ` +
+          '(a service name is 1 to 256 lowercase letters, digits, "-" or "_", starting and ending with a letter or digit)',
       )
-      expect(() => bindIdentity([rule({ BindType: 'node', BindName: '${value.absent}' })], identity, 'dc1')).to.throw(BindingError, 'gives "", which is not a valid node name')
-      expect(() => bindIdentity([rule({ BindType: 'role', BindName: 'r-${value.display}' })], identity, 'dc1')).to.throw(BindingError, 'not a valid role name')
-      expect(() => bindIdentity([rule({ BindName: '${value.typo}' })], identity, 'dc1')).to.throw(BindingError, 'unknown variable "value.typo"')
+      expect(refusal(() => bindIdentity([rule({ BindType: 'node', BindName: '${value.absent}' })], identity, 'dc1')).logDetail).to.include('gives "", which is not a valid node name')
+      expect(refusal(() => bindIdentity([rule({ BindType: 'role', BindName: 'r-${value.display}' })], identity, 'dc1')).logDetail).to.include('not a valid role name')
+      expect(refusal(() => bindIdentity([rule({ BindName: '${value.typo}' })], identity, 'dc1')).logDetail).to.include('unknown variable "value.typo"')
     })
 
     it('fails a templated-policy rule whose interpolated variables break the template schema', () => {
-      expect(() => bindIdentity([rule({ BindType: 'templated-policy', BindName: 'builtin/service', BindVars: { name: '${value.display}' } })], identity, 'dc1')).to.throw(
-        BindingError,
-        'service identity "Web Server" has an invalid name',
-      )
-      expect(() => bindIdentity([rule({ BindType: 'templated-policy', BindName: 'builtin/service', BindVars: { name: '${value.absent}' } })], identity, 'dc1')).to.throw(
-        BindingError,
-        'are not valid',
-      )
+      const invalid = refusal(() => bindIdentity([rule({ BindType: 'templated-policy', BindName: 'builtin/service', BindVars: { name: '${value.display}' } })], identity, 'dc1'))
+      expect(invalid.message).not.to.include('Web Server')
+      expect(invalid.logDetail).to.include('service identity "Web Server" has an invalid name')
+      expect(refusal(() => bindIdentity([rule({ BindType: 'templated-policy', BindName: 'builtin/service', BindVars: { name: '${value.absent}' } })], identity, 'dc1')).logDetail).to.include('are not valid')
     })
 
     it('does not evaluate rules whose selector does not match, so their names are never checked', () => {
@@ -166,12 +176,12 @@ describe('binding identities at login', () => {
   })
 
   describe('planLogin', () => {
-    it('refuses a login that binds nothing, saying whether rules exist at all', () => {
-      expect(() => planLogin(method(), [], identity, 'dc1')).to.throw(BindingError, 'yields no privilege: the method has no binding rules')
-      expect(() => planLogin(method(), [rule({ Selector: 'value.team == "dev"' })], identity, 'dc1')).to.throw(
-        BindingError,
-        'yields no privilege: none of its 1 binding rules matches the identity',
-      )
+    it('refuses a login that binds nothing; only the log says whether the method has rules at all', () => {
+      const none = refusal(() => planLogin(method(), [], identity, 'dc1'))
+      const unmatched = refusal(() => planLogin(method(), [rule({ Selector: 'value.team == "dev"' })], identity, 'dc1'))
+      for (const error of [none, unmatched]) expect(error.message).to.match(/yields no privilege: no binding rule matches the identity$/)
+      expect(none.logDetail).to.match(/has no binding rules$/)
+      expect(unmatched.logDetail).to.match(/^none of the 1 binding rules of auth method ".+" matches the identity$/)
     })
   })
 
@@ -192,10 +202,9 @@ describe('binding identities at login', () => {
     })
 
     it('fails when the interpolated namespace is not a valid namespace name', () => {
-      expect(() => bindNamespace(method({ NamespaceRules: [{ Selector: '', BindNamespace: '${value.display}' }] }), identity)).to.throw(
-        BindingError,
-        'gives "Web Server", which is not a valid namespace',
-      )
+      const error = refusal(() => bindNamespace(method({ NamespaceRules: [{ Selector: '', BindNamespace: '${value.display}' }] }), identity))
+      expect(error.message).not.to.include('Web Server')
+      expect(error.logDetail).to.include('namespace rule 0 of the auth method cannot apply: BindNamespace "${value.display}" gives "Web Server", which is not a valid namespace')
     })
   })
 

@@ -16,6 +16,17 @@ function check(claims: Record<string, unknown>, checks: Partial<ClaimChecks> = {
   checkClaims(claims, { ...defaults, ...checks }, nowMs, requireExpiry)
 }
 
+/** The InvalidBearerTokenError `run` throws: `reason` is what the caller sees, `logDetail` what the agent logs. */
+function refusal(run: () => unknown): InvalidBearerTokenError {
+  try {
+    run()
+  } catch (error) {
+    if (error instanceof InvalidBearerTokenError) return error
+    throw error
+  }
+  throw new Error('expected an InvalidBearerTokenError')
+}
+
 describe('jwt claim checks', () => {
   it('resolves leeway settings: unset or 0 means the default, negative means none', () => {
     expect(leewaySeconds(undefined, 150)).to.equal(150)
@@ -59,20 +70,27 @@ describe('jwt claim checks', () => {
   it('requires iss to equal the bound issuer when there is one', () => {
     check({ exp: NOW + 10, iss: 'https://a' }, { issuer: 'https://a' })
     check({ exp: NOW + 10, iss: 'https://anything' })
-    expect(() => check({ exp: NOW + 10, iss: 'https://b' }, { issuer: 'https://a' })).to.throw(InvalidBearerTokenError, 'is not the bound issuer "https://a"')
+    const wrong = refusal(() => check({ exp: NOW + 10, iss: 'https://b' }, { issuer: 'https://a' }))
+    // The caller sees its own claim, not the auth method's setting (that needs acl:read); the log sees both.
+    expect(wrong.reason).to.equal('its issuer (iss) "https://b" is not the bound issuer')
+    expect(wrong.logDetail).to.equal('its issuer (iss) "https://b" is not the bound issuer "https://a"')
     expect(() => check({ exp: NOW + 10 }, { issuer: 'https://a' })).to.throw(InvalidBearerTokenError, 'its issuer (iss) null')
   })
 
   it('requires one bound audience in aud, given as a string or a list', () => {
     check({ exp: NOW + 10, aud: 'x' }, { audiences: ['x', 'y'] })
     check({ exp: NOW + 10, aud: ['z', 'y'] }, { audiences: ['x', 'y'] })
-    expect(() => check({ exp: NOW + 10, aud: ['z'] }, { audiences: ['x'] })).to.throw(InvalidBearerTokenError, 'matches none of the bound audiences')
-    expect(() => check({ exp: NOW + 10 }, { audiences: ['x'] })).to.throw(InvalidBearerTokenError, 'matches none')
+    const wrong = refusal(() => check({ exp: NOW + 10, aud: ['z'] }, { audiences: ['x'] }))
+    expect(wrong.reason).to.equal('its audience (aud) ["z"] is not accepted')
+    expect(wrong.logDetail).to.equal('its audience (aud) ["z"] matches none of the bound audiences ["x"]')
+    expect(refusal(() => check({ exp: NOW + 10 }, { audiences: ['x'] })).logDetail).to.include('matches none')
   })
 
   it('refuses an audience when none is bound, except for OIDC discovery', () => {
     check({ exp: NOW + 10 })
-    expect(() => check({ exp: NOW + 10, aud: 'x' })).to.throw(InvalidBearerTokenError, 'binds no audiences')
+    const unbound = refusal(() => check({ exp: NOW + 10, aud: 'x' }))
+    expect(unbound.reason).to.equal('its audience (aud) ["x"] is not accepted')
+    expect(unbound.logDetail).to.include('binds no audiences')
     check({ exp: NOW + 10, aud: 'x' }, { strictAudience: false })
   })
 
