@@ -138,10 +138,15 @@ export function queryParam(ctx: ApiContext, name: string): string | undefined {
   return queryString(ctx, name)
 }
 
+/** Go's strconv.ParseBool spellings, which Consul's clients may send. */
+const TRUE_WORDS = new Set(['1', 't', 'T', 'TRUE', 'true', 'True'])
+const FALSE_WORDS = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False'])
+
+/** A boolean parameter: present without a value is true; a value is read as Go's strconv.ParseBool reads it. */
 export function boolParam(ctx: ApiContext, name: string): boolean {
   const value = queryString(ctx, name)
   if (value === undefined) return false
-  if (value === '' || value === 'true' || value === '1') return true
-  if (value === 'false' || value === '0') return false
-  throw new InvalidInputError(name, 'must be true or false')
+  if (value === '' || TRUE_WORDS.has(value)) return true
+  if (FALSE_WORDS.has(value)) return false
+  throw new InvalidInputError(name, 'must be true or false (or 1, t, T, TRUE, True, 0, f, F, FALSE, False)')
 }

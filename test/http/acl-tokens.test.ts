@@ -298,6 +298,21 @@ describe('ACL tokens', () => {
       expect(read.body).to.not.have.property('ExpandedRoles')
     })
 
+    it('expanded takes the spellings of Go strconv.ParseBool, and a bare expanded means true', async () => {
+      const created = await create({ Policies: [{ ID: policy.ID }] })
+      for (const value of ['TRUE', 'True', 't', 'T', '1', '']) {
+        const read = await agent.request('GET', `/v1/acl/token/${created.AccessorID}?expanded=${value}`)
+        expect(read.status, `expanded=${value}: ${read.text}`).to.equal(200)
+        expect(read.body, `expanded=${value}`).to.have.property('ExpandedPolicies')
+      }
+      for (const value of ['FALSE', 'False', 'f', 'F', '0']) {
+        const read = await agent.request('GET', `/v1/acl/token/${created.AccessorID}?expanded=${value}`)
+        expect(read.status, `expanded=${value}: ${read.text}`).to.equal(200)
+        expect(read.body, `expanded=${value}`).not.to.have.property('ExpandedPolicies')
+      }
+      expectError(await agent.request('GET', `/v1/acl/token/${created.AccessorID}?expanded=yes`), 400, 'invalid_input', 'expanded')
+    })
+
     it('expanded read adds full policies and roles and the agent fields', async () => {
       const created = await create({ Policies: [{ ID: policy.ID }], Roles: [{ ID: role.ID }] })
       const read = await agent.request('GET', `/v1/acl/token/${created.AccessorID}?expanded=true`)

@@ -110,6 +110,8 @@ describe('cloud link: endpoints and the controller without a management plane', 
     const matched = await agent.request('PUT', `${PATH}?version=${version}`, { body: linkBody('cluster-e') })
     expect(matched.status, matched.text).to.equal(200)
     expect(matched.body.data.resourceId).to.equal(resourceId('cluster-e'))
+    // The write's answer has no status: the one stored is still cluster-d's (its generation), not a verdict on these.
+    expect(matched.body).to.have.all.keys('data', 'generation', 'id', 'version')
     expectErrorShape(await agent.request('PUT', `${PATH}?version=abc`, { body: linkBody('cluster-e') }), 400, 'invalid_input', 'version')
   })
 

@@ -22,7 +22,12 @@ import { propose } from '../write.js'
 
 export const LINK_PATH = '/api/cloud/v2/link/global'
 
-export function renderLink(link: CloudLink, showSecret: boolean): Record<string, unknown> {
+/**
+ * The link's envelope. A read carries `status`; a write's answer does not (the contract lists data, generation, id
+ * and version): the status stored then is still the previous generation's, and a client reading "linked" there
+ * would take it for the new credentials' verdict.
+ */
+export function renderLink(link: CloudLink, showSecret: boolean, withStatus = true): Record<string, unknown> {
   const body: Record<string, unknown> = {
     data: { ...link.data, clientSecret: showSecret ? link.data.clientSecret : HIDDEN },
     generation: link.generation,
@@ -34,7 +39,7 @@ export function renderLink(link: CloudLink, showSecret: boolean): Record<string,
     },
     version: String(link.ModifyIndex),
   }
-  if (link.status !== undefined) body.status = { [LINK_STATUS_KEY]: link.status }
+  if (withStatus && link.status !== undefined) body.status = { [LINK_STATUS_KEY]: link.status }
   return body
 }
 
@@ -108,7 +113,7 @@ async function writeLink(ctx: ApiContext): Promise<void> {
   const fields = checkLinkBody(await readJsonObject(ctx))
   const link = { ...fields, uid: newUuid(), generation: newUlid(ctx.state.app.now()), source: 'api' as const }
   const result = await propose(ctx, { type: 'link.set', link, ...(version === undefined ? {} : { version }) })
-  ctx.body = renderLink(result as CloudLink, true)
+  ctx.body = renderLink(result as CloudLink, true, false)
 }
 
 async function readLink(ctx: ApiContext): Promise<void> {
