@@ -19,6 +19,7 @@ import { httpConnectionsFor, openFilesLimit } from './limits.js'
 import { TokenResolver } from '../acl/resolver.js'
 import { answerClientError } from '../http/client-errors.js'
 import { createApp } from '../http/app.js'
+import { OidcStateSealer } from '../acl/auth/oidc-state.js'
 import { cloudSettingsProblem, LinkController, linkFromSettings } from '../controllers/link-controller.js'
 import { TokenReaper } from '../controllers/token-reaper.js'
 import { ConfigError, formatAddress, type AgentConfig } from './config.js'
@@ -143,6 +144,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     log: log.child({ module: 'http' }),
     now,
     closing: closing.signal,
+    oidcStates: OidcStateSealer.create(config.clusterKey),
   })
   const reaper = new TokenReaper(state, replica, { intervalMs: 1_000, batchSizeMax: 4_096, now, log: log.child({ module: 'token-reaper' }) })
   reaper.start()

@@ -7,6 +7,7 @@ import type { Logger } from 'pino'
 import type { Cluster } from '../rpc/index.js'
 import type { StateStore } from '../state/store.js'
 import type { Caller, TokenResolver } from '../acl/resolver.js'
+import type { OidcStateSealer } from '../acl/auth/oidc-state.js'
 
 export interface ApiSettings {
   nodeName: string
@@ -30,6 +31,8 @@ export interface AppServices {
   now: () => number
   /** Aborted when the agent stops: blocking queries return at once instead of holding the shutdown. */
   closing: AbortSignal
+  /** Seals the state of OIDC browser logins; the same key on every node of a cluster. */
+  oidcStates: OidcStateSealer
 }
 
 export interface RequestState {

@@ -10,71 +10,9 @@
  * `authmethod` filter and the auth-method delete cascade with real login tokens.
  */
 import { expect } from 'chai'
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createServer, type Server } from 'node:https'
-import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
+import { exportSPKI, SignJWT, type JWK } from 'jose'
 import { startAgent, type AgentProcess } from '../support/agent.js'
-
-interface KeyPair {
-  publicKey: CryptoKey
-  privateKey: CryptoKey
-  jwk: JWK
-}
-
-interface Double {
-  url: string
-  server: Server
-  close(): Promise<void>
-}
-
-/** A self-signed certificate for 127.0.0.1, valid for a day: the CA the auth methods trust. */
-function makeCertificate(): { cert: string; key: string } {
-  const directory = mkdtempSync(join(tmpdir(), 'warden-login-tls-'))
-  try {
-    execFileSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-        '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(directory, 'key.pem'), '-out', join(directory, 'cert.pem')],
-      { stdio: 'ignore' },
-    )
-    return { cert: readFileSync(join(directory, 'cert.pem'), 'utf8'), key: readFileSync(join(directory, 'key.pem'), 'utf8') }
-  } finally {
-    rmSync(directory, { recursive: true, force: true })
-  }
-}
-
-async function startDouble(tls: { cert: string; key: string }, handle: (method: string, path: string, body: any, headers: Record<string, unknown>) => { status: number; body: unknown }): Promise<Double> {
-  const server = createServer(tls, (request, response) => {
-    const chunks: Buffer[] = []
-    request.on('data', (chunk: Buffer) => chunks.push(chunk))
-    request.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8')
-      const answer = handle(request.method ?? 'GET', request.url ?? '/', text === '' ? undefined : JSON.parse(text), request.headers)
-      response.writeHead(answer.status, { 'Content-Type': 'application/json' })
-      response.end(JSON.stringify(answer.body))
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `https://127.0.0.1:${port}`,
-    server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
-}
-
-async function keyPair(kid: string): Promise<KeyPair> {
-  const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true })
-  return { publicKey, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } }
-}
+import { keyPair, makeCertificate, startDouble, type Double, type KeyPair } from '../support/identity-doubles.js'
 
 const ISSUER = 'https://issuer.test'
 const nowSeconds = (): number => Math.floor(Date.now() / 1000)

@@ -65,3 +65,18 @@ export class BindingError extends PermissionDeniedError {
     super(`Permission denied: ${reason}`)
   }
 }
+
+/**
+ * The OIDC browser flow failed between its two calls: the state is unknown, changed, expired or for another auth
+ * method, the client nonce differs, or the provider would not redeem the code. `logDetail` holds what only the
+ * operator should see (the provider's own error answer).
+ */
+export class OidcLoginError extends PermissionDeniedError {
+  override readonly name = 'OidcLoginError'
+  constructor(
+    readonly reason: string,
+    readonly logDetail?: string,
+  ) {
+    super(`Permission denied: OIDC login failed: ${reason}`)
+  }
+}

@@ -16,6 +16,8 @@ export interface JsonRequest {
   method?: 'GET' | 'POST'
   headers?: Record<string, string>
   body?: unknown
+  /** Sent as application/x-www-form-urlencoded instead of a JSON body (an OAuth token request). */
+  form?: Record<string, string>
   /** PEM: the only CA trusted for this request when set. */
   caCert?: string
   timeoutMs?: number
@@ -36,10 +38,15 @@ export async function requestJson(what: string, url: string, options: JsonReques
   const target = new URL(url)
   const timeoutMs = options.timeoutMs ?? OUTBOUND_TIMEOUT_MS_DEFAULT
   const bytesMax = options.responseBytesMax ?? OUTBOUND_RESPONSE_BYTES_MAX
-  const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body), 'utf8')
+  const payload =
+    options.form !== undefined
+      ? Buffer.from(new URLSearchParams(options.form).toString(), 'utf8')
+      : options.body === undefined
+        ? undefined
+        : Buffer.from(JSON.stringify(options.body), 'utf8')
   const headers: Record<string, string> = { Accept: 'application/json', ...options.headers }
   if (payload !== undefined) {
-    headers['Content-Type'] = 'application/json'
+    headers['Content-Type'] = options.form !== undefined ? 'application/x-www-form-urlencoded' : 'application/json'
     headers['Content-Length'] = String(payload.length)
   }
   const signal = AbortSignal.timeout(timeoutMs)

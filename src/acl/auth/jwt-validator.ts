@@ -22,7 +22,7 @@ import { JWT_SIGNING_ALGORITHMS } from '../auth-method-config.js'
 import { formatTime } from '../../lib/ids.js'
 import { InvalidBearerTokenError } from './errors.js'
 import { jwtIdentity, type Identity } from './identity.js'
-import { DiscoveryCache, JwksCache } from './key-sets.js'
+import { DiscoveryCache, JwksCache, type DiscoveredProvider } from './key-sets.js'
 
 const ASYMMETRIC_ALGORITHMS: JWSAlgorithm[] = [...JWT_SIGNING_ALGORITHMS]
 const DEFAULT_LEEWAY_SECONDS = 150
@@ -102,6 +102,57 @@ export async function validateJwt(config: JwtConfig, bearerToken: string, nowMs:
     nowMs,
     discovery,
   )
+  return jwtIdentity(claims, config.ClaimMappings, config.ListClaimMappings)
+}
+
+/** An oidc method's Config, as far as the browser flow reads it. */
+export interface OidcConfig extends JwtConfig {
+  OIDCDiscoveryURL: string
+  OIDCClientID: string
+  OIDCClientSecret: string
+  AllowedRedirectURIs: string[]
+  OIDCScopes?: string[]
+  OIDCACRValues?: string[]
+}
+
+/**
+ * The claims of an ID token the provider of an oidc method issued at the end of its browser flow: signed with a key of
+ * the provider's JWKS (RS256 unless JWTSupportedAlgs says otherwise), issued by the provider, with an expiry, for this
+ * client (its aud holds OIDCClientID, or one of BoundAudiences when those are set, as Consul's cap library checks),
+ * and carrying the nonce the flow sent.
+ */
+export async function validateIdToken(
+  config: OidcConfig,
+  provider: DiscoveredProvider,
+  idToken: string,
+  nonce: string,
+  nowMs: number,
+  caches: KeyCaches = sharedKeyCaches,
+): Promise<Identity> {
+  const header = protectedHeader(idToken)
+  const allowed = (config.JWTSupportedAlgs ?? []).length > 0 ? (config.JWTSupportedAlgs as JWSAlgorithm[]) : (['RS256'] as JWSAlgorithm[])
+  if (typeof header.alg !== 'string' || !allowed.includes(header.alg)) {
+    const alg = JSON.stringify(header.alg ?? null)
+    throw new InvalidBearerTokenError(`signing algorithm ${alg} is not allowed`, `signing algorithm ${alg} is not allowed (allowed: ${allowed.join(', ')})`)
+  }
+  const payload = await caches.jwks.verify(idToken, { url: provider.jwksUri, ...withCa(config.OIDCDiscoveryCACert) }, allowed)
+  const claims = parseClaims(payload)
+  const bound = config.BoundAudiences ?? []
+  checkClaims(
+    claims,
+    {
+      issuer: provider.issuer,
+      audiences: bound.length > 0 ? bound : [config.OIDCClientID],
+      strictAudience: true,
+      expirationLeeway: DEFAULT_LEEWAY_SECONDS,
+      notBeforeLeeway: DEFAULT_LEEWAY_SECONDS,
+      clockSkewLeeway: leewaySeconds(config.ClockSkewLeeway, DEFAULT_CLOCK_SKEW_SECONDS),
+    },
+    nowMs,
+    true,
+  )
+  // Compared as strings of public length: the nonce is not a secret once the provider has seen it.
+  if (claims.nonce !== nonce) throw new InvalidBearerTokenError('the ID token does not carry the nonce of this login')
   return jwtIdentity(claims, config.ClaimMappings, config.ListClaimMappings)
 }
 

@@ -219,6 +219,9 @@ async function verifyWithSet(jws: string, set: LocalJWKSet, algorithms: JWSAlgor
 export interface DiscoveredProvider {
   issuer: string
   jwksUri: string
+  /** Where the OIDC browser flow sends the user, and where it redeems the code; absent from a JWT-only provider. */
+  authorizationEndpoint?: string
+  tokenEndpoint?: string
 }
 
 /** OIDC discovery documents, cached like key sets (without the early refresh: they name a JWKS, which has its own). */
@@ -244,7 +247,12 @@ async function discover(discoveryUrl: string, caCert: string | undefined): Promi
   const url = `${base}/.well-known/openid-configuration`
   const { status, body } = await requestJson('OIDC discovery', url, caCert === undefined ? {} : { caCert })
   if (status !== 200) throw new IdentityServiceError(`OIDC discovery answered ${status}`, `OIDC discovery at ${loggableUrl(url)} answered ${status}`)
-  const document = (typeof body === 'object' && body !== null ? body : {}) as { issuer?: unknown; jwks_uri?: unknown }
+  const document = (typeof body === 'object' && body !== null ? body : {}) as {
+    issuer?: unknown
+    jwks_uri?: unknown
+    authorization_endpoint?: unknown
+    token_endpoint?: unknown
+  }
   if (typeof document.issuer !== 'string' || typeof document.jwks_uri !== 'string') {
     throw new IdentityServiceError('the OIDC discovery document lacks issuer or jwks_uri', `the OIDC discovery document at ${loggableUrl(url)} lacks issuer or jwks_uri`)
   }
@@ -256,5 +264,10 @@ async function discover(discoveryUrl: string, caCert: string | undefined): Promi
       `the OIDC discovery document at ${loggableUrl(url)} names issuer ${JSON.stringify(document.issuer)}, not ${JSON.stringify(loggableUrl(discoveryUrl))}`,
     )
   }
-  return { issuer: document.issuer, jwksUri: document.jwks_uri }
+  return {
+    issuer: document.issuer,
+    jwksUri: document.jwks_uri,
+    ...(typeof document.authorization_endpoint === 'string' ? { authorizationEndpoint: document.authorization_endpoint } : {}),
+    ...(typeof document.token_endpoint === 'string' ? { tokenEndpoint: document.token_endpoint } : {}),
+  }
 }

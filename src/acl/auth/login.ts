@@ -22,7 +22,10 @@ export async function verifyBearerToken(method: AclAuthMethod, bearerToken: stri
       return validateKubernetes(method.Config as unknown as KubernetesConfig, bearerToken)
     default:
       // oidc logs in through the browser flow (auth URL and callback), never with a bearer token.
-      throw new InvalidInputError('AuthMethod', `auth method "${method.Name}" is of type ${method.Type}, which does not log in with a bearer token`)
+      throw new InvalidInputError(
+        'AuthMethod',
+        `auth method "${method.Name}" is of type ${method.Type}, which logs in through the browser (/v1/acl/oidc/auth-url, then /v1/acl/oidc/callback), not with a bearer token`,
+      )
   }
 }
 

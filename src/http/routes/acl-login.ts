@@ -10,6 +10,10 @@
  * cannot apply); an unknown auth method is 403 `acl_not_found`, as Consul's "ACL not found"; a malformed request is
  * a 400.
  *
+ * OIDC (an oidc method, Consul's /v1/acl/oidc/auth-url and /v1/acl/oidc/callback): the first call answers the
+ * provider's authorization URL; the second redeems the code the provider sent the browser back with, and the identity
+ * in its ID token logs in as above (src/acl/auth/oidc-flow.ts). Neither needs an ACL.
+ *
  * Logout: deletes the presented token if login created it; any other token is refused with Consul's "Permission
  * denied: token wasn't created via login". No token, or an unknown or expired one, is 403 `acl_not_found`.
  */
@@ -17,9 +21,11 @@ import Router from '@koa/router'
 import { AclNotFoundError, InvalidInputError, PermissionDeniedError, WardenError } from '../../lib/errors.js'
 import { formatTime, newUuid } from '../../lib/ids.js'
 import { loginDescription, planLogin, verifyBearerToken } from '../../acl/auth/login.js'
+import type { Identity } from '../../acl/auth/identity.js'
+import { oidcAuthUrl, oidcIdentity, openCallbackState } from '../../acl/auth/oidc-flow.js'
 import type { TokenCreate } from '../../state/commands.js'
 import { nsKey } from '../../state/keys.js'
-import { DEFAULT_NAMESPACE, type AclToken } from '../../state/records.js'
+import { DEFAULT_NAMESPACE, type AclAuthMethod, type AclToken } from '../../state/records.js'
 import { authMethodSpec, bindingRuleSpec, getRecord, listByIndex } from '../../state/tables.js'
 import type { ApiContext } from '../context.js'
 import { readJsonObject } from '../body.js'
@@ -55,7 +61,7 @@ interface LoginBody {
 const NAMESPACE = /^[A-Za-z0-9_-]{1,64}$/
 
 /** The auth method's namespace: the contract's precedence without the token step, since a login carries no token. */
-function methodNamespace(ctx: ApiContext, body: LoginBody): string {
+function methodNamespace(ctx: ApiContext, body: { Namespace?: string }): string {
   const sources: Array<[string, string | undefined]> = [
     ['Namespace', body.Namespace],
     ['ns', queryParam(ctx, 'ns')],
@@ -77,17 +83,28 @@ function checkMeta(meta: Record<string, string> | undefined): Record<string, str
   return meta
 }
 
+/** The auth method a login names, in the namespace the request names; an unknown one is Consul's "ACL not found". */
+async function authMethodOf(ctx: ApiContext, body: { AuthMethod: string; Namespace?: string }): Promise<AclAuthMethod> {
+  if (body.AuthMethod === '') throw new InvalidInputError('AuthMethod', 'is required')
+  const namespace = methodNamespace(ctx, body)
+  const method = await getRecord(ctx.state.app.state.reader, authMethodSpec, nsKey(namespace, body.AuthMethod))
+  if (method === undefined) throw new WardenError('acl_not_found', `ACL not found: auth method "${body.AuthMethod}" does not exist in namespace "${namespace}"`)
+  return method
+}
+
 async function login(ctx: ApiContext): Promise<void> {
   const body = validateBody<LoginBody>(loginSchema, await readJsonObject(ctx))
-  if (body.AuthMethod === '') throw new InvalidInputError('AuthMethod', 'is required')
+  const method = await authMethodOf(ctx, body)
   if (body.BearerToken === '') throw new InvalidInputError('BearerToken', 'is required')
   const meta = checkMeta(body.Meta)
+  const identity = await verifyBearerToken(method, body.BearerToken, ctx.state.app.now())
+  await issueLoginToken(ctx, method, identity, meta)
+}
+
+/** Binds a verified identity through the method's rules and creates its token: the end of every kind of login. */
+async function issueLoginToken(ctx: ApiContext, method: AclAuthMethod, identity: Identity, meta: Record<string, string> | undefined): Promise<void> {
   const { reader } = ctx.state.app.state
   const { settings, now } = ctx.state.app
-  const namespace = methodNamespace(ctx, body)
-  const method = await getRecord(reader, authMethodSpec, nsKey(namespace, body.AuthMethod))
-  if (method === undefined) throw new WardenError('acl_not_found', `ACL not found: auth method "${body.AuthMethod}" does not exist in namespace "${namespace}"`)
-  const identity = await verifyBearerToken(method, body.BearerToken, now())
   const rules = await listByIndex(reader, bindingRuleSpec, 'authmethod', nsKey(method.Namespace, method.Name))
   const plan = planLogin(method, rules, identity, settings.datacenter)
   // The clock is read after verification, which may have waited on the network: the token's lifetime starts now.
@@ -114,6 +131,71 @@ async function login(ctx: ApiContext): Promise<void> {
   ctx.body = await renderToken(created, new LinkNames(reader), true)
 }
 
+/** Meta of an OIDC login travels in its sealed state, through the provider and the browser's address bar. */
+const OIDC_META_CHARS_MAX = 2048
+
+const authUrlSchema: Schema = {
+  type: 'object',
+  properties: {
+    AuthMethod: { type: 'string' },
+    RedirectURI: { type: 'string' },
+    ClientNonce: { type: 'string' },
+    Meta: { type: 'object', additionalProperties: { type: 'string' }, maxProperties: META_PAIRS_MAX },
+    Namespace: { type: 'string' },
+  },
+  required: ['AuthMethod', 'RedirectURI'],
+  additionalProperties: false,
+}
+
+const callbackSchema: Schema = {
+  type: 'object',
+  properties: {
+    AuthMethod: { type: 'string' },
+    State: { type: 'string' },
+    Code: { type: 'string' },
+    ClientNonce: { type: 'string' },
+    Namespace: { type: 'string' },
+  },
+  required: ['AuthMethod', 'State', 'Code'],
+  additionalProperties: false,
+}
+
+function requireOidc(method: AclAuthMethod): void {
+  if (method.Type !== 'oidc') {
+    throw new InvalidInputError('AuthMethod', `auth method "${method.Name}" is of type ${method.Type}; only oidc methods log in through the browser (use /v1/acl/login)`)
+  }
+}
+
+/** POST /v1/acl/oidc/auth-url: where to send the user's browser to log in at the method's provider. No ACL needed. */
+async function oidcAuthUrlRoute(ctx: ApiContext): Promise<void> {
+  const body = validateBody<{ AuthMethod: string; RedirectURI: string; ClientNonce?: string; Meta?: Record<string, string>; Namespace?: string }>(
+    authUrlSchema,
+    await readJsonObject(ctx),
+  )
+  const method = await authMethodOf(ctx, body)
+  requireOidc(method)
+  if (body.RedirectURI === '') throw new InvalidInputError('RedirectURI', 'is required')
+  const meta = checkMeta(body.Meta)
+  if (meta !== undefined && JSON.stringify(meta).length > OIDC_META_CHARS_MAX) {
+    throw new InvalidInputError('Meta', `is at most ${OIDC_META_CHARS_MAX} characters as JSON in an OIDC login (it travels in the state)`)
+  }
+  const { now, oidcStates } = ctx.state.app
+  const request = { redirectUri: body.RedirectURI, clientNonce: body.ClientNonce ?? '', ...(meta === undefined ? {} : { meta }) }
+  ctx.body = { AuthURL: await oidcAuthUrl(method, request, oidcStates, now()) }
+}
+
+/** POST /v1/acl/oidc/callback: the provider's state and code, redeemed for a token, as a login. No ACL needed. */
+async function oidcCallbackRoute(ctx: ApiContext): Promise<void> {
+  const body = validateBody<{ AuthMethod: string; State: string; Code: string; ClientNonce?: string; Namespace?: string }>(callbackSchema, await readJsonObject(ctx))
+  const method = await authMethodOf(ctx, body)
+  requireOidc(method)
+  if (body.Code === '') throw new InvalidInputError('Code', 'is required')
+  const { now, oidcStates } = ctx.state.app
+  const state = openCallbackState(method, body.State, body.ClientNonce ?? '', oidcStates, now())
+  const identity = await oidcIdentity(method, state, body.Code, now())
+  await issueLoginToken(ctx, method, identity, state.meta)
+}
+
 async function logout(ctx: ApiContext): Promise<void> {
   const secret = secretOf(ctx)
   if (secret === undefined || secret === '') throw new AclNotFoundError()
@@ -126,4 +208,6 @@ async function logout(ctx: ApiContext): Promise<void> {
 export function loginRoutes(router: Router): void {
   router.post('/v1/acl/login', (ctx) => login(ctx as ApiContext))
   router.post('/v1/acl/logout', (ctx) => logout(ctx as ApiContext))
+  router.post('/v1/acl/oidc/auth-url', (ctx) => oidcAuthUrlRoute(ctx as ApiContext))
+  router.post('/v1/acl/oidc/callback', (ctx) => oidcCallbackRoute(ctx as ApiContext))
 }
