@@ -48,6 +48,11 @@ describe('ACL binding rules', () => {
   })
 
   describe('create and read', () => {
+    it('a BindName may use the {{ ... }} placeholder form of the sample bodies', async () => {
+      const rule = await createRule({ AuthMethod: jwtMethod, BindType: 'service', BindName: 'svc-{{ value.subject }}' })
+      expect(rule.BindName).to.equal('svc-{{ value.subject }}')
+    })
+
     it('create returns the rule with a UUID ID, defaults and equal indexes', async () => {
       const rule = await createRule({ AuthMethod: jwtMethod, BindType: 'service', BindName: 'web' })
       expect(rule.ID).to.match(UUID)
@@ -134,6 +139,8 @@ describe('ACL binding rules', () => {
 
     it('a BindName interpolating a field the method does not have is a 400', async () => {
       await expectRejected({ AuthMethod: jwtMethod, BindType: 'service', BindName: '${value.nosuch}' }, 'BindName')
+      await expectRejected({ AuthMethod: jwtMethod, BindType: 'service', BindName: '{{ value.nosuch }}' }, 'BindName')
+      await expectRejected({ AuthMethod: jwtMethod, BindType: 'service', BindName: 'svc-{{ value.name' }, 'BindName')
     })
 
     it('templated-policy: an unknown template in BindName or a missing variable is a 400', async () => {

@@ -40,35 +40,48 @@ export class InterpolationError extends Error {
   override readonly name = 'InterpolationError'
 }
 
+/** Placeholders in a BindName or BindVars value: `${name}`, or the `{{ name }}` form the contract's samples show. */
+export const PLACEHOLDERS = /\$\{([^}]*)\}|\{\{([^}]*)\}\}/g
+
+/** Whether a BindName or BindVars value has a placeholder (or the start of one) to fill in at login. */
+export function isTemplated(value: string): boolean {
+  return value.includes('${') || value.includes('{{')
+}
+
 /**
  * HIL-style interpolation as binding rules use it: `${name}` (whitespace inside the braces allowed) is replaced by the
- * variable's value and `$${` stands for a literal `${`. An unknown variable or an unterminated `${` is an error; the
- * variables hold every field the identity defines (empty when its claim was absent), so an unknown one is a typo.
+ * variable's value and `$${` stands for a literal `${`; `{{ name }}`, the form api.md's sample bodies show, is the
+ * same placeholder. An unknown variable or an unterminated placeholder is an error; the variables hold every field
+ * the identity defines (empty when its claim was absent), so an unknown one is a typo.
  */
 export function interpolate(template: string, variables: Readonly<Record<string, string>>): string {
   let result = ''
   let position = 0
   while (position < template.length) {
-    const start = template.indexOf('${', position)
-    if (start === -1) {
+    const dollar = template.indexOf('${', position)
+    const braces = template.indexOf('{{', position)
+    if (dollar === -1 && braces === -1) {
       result += template.slice(position)
       break
     }
-    if (start > 0 && template[start - 1] === '$') {
+    const isDollar = dollar !== -1 && (braces === -1 || dollar < braces)
+    const start = isDollar ? dollar : braces
+    if (isDollar && start > 0 && template[start - 1] === '$') {
       // `$${` escapes the placeholder: keep one `$` (already copied below) and the literal `{`.
       result += template.slice(position, start) + '{'
       position = start + 2
       continue
     }
-    const end = template.indexOf('}', start + 2)
-    if (end === -1) throw new InterpolationError(`unterminated "\${" at offset ${start}`)
+    const close = isDollar ? '}' : '}}'
+    const end = template.indexOf(close, start + 2)
+    if (end === -1) throw new InterpolationError(`unterminated "${isDollar ? '${' : '{{'}" at offset ${start}`)
     const name = template.slice(start + 2, end).trim()
     if (!Object.hasOwn(variables, name)) {
       const known = Object.keys(variables)
       throw new InterpolationError(`unknown variable "${name}" (this auth method defines ${known.length === 0 ? 'none' : known.join(', ')})`)
     }
     result += template.slice(position, start) + variables[name]
-    position = end + 1
+    position = end + close.length
   }
   return result
 }

@@ -8,7 +8,7 @@ import { isValidIdentityName, isValidRecordName } from '../../acl/names.js'
 import { templatedPolicyByName, validateTemplateVariables } from '../../acl/templated-policies.js'
 import { FilterSyntaxError, parseFilter, selectorsOf } from '../../filter/index.js'
 import { emptyIdentity } from '../../acl/auth/identity.js'
-import { interpolate, InterpolationError } from '../../acl/auth/binding.js'
+import { interpolate, InterpolationError, isTemplated, PLACEHOLDERS } from '../../acl/auth/binding.js'
 import { nsKey, recordKey } from '../../state/keys.js'
 import type { AclAuthMethod, AclBindingRule, BindType, NamespaceRule } from '../../state/records.js'
 import { authMethodSpec, bindingRuleSpec, getRecord, listByIndex, listRecords } from '../../state/tables.js'
@@ -156,22 +156,20 @@ interface BindingRuleBody {
   Namespace?: string
 }
 
-const INTERPOLATION = /\$\{([^}]*)\}/g
-
-/** A BindName with `${...}` is checked for well-formed placeholders; a plain one must be a valid result already. */
+/** A BindName with `${...}` or `{{ ... }}` is checked for well-formed placeholders; a plain one must be a valid result already. */
 function checkBindName(type: BindType, name: string, vars: Record<string, string> | undefined): void {
   if (name.trim() === '') throw new InvalidInputError('BindName', 'is required')
-  const templated = name.includes('${')
-  for (const match of name.matchAll(INTERPOLATION)) {
-    if (!/^\s*[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*\s*$/.test(match[1] ?? '')) {
+  const templated = isTemplated(name)
+  for (const match of name.matchAll(PLACEHOLDERS)) {
+    if (!/^\s*[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*\s*$/.test(match[1] ?? match[2] ?? '')) {
       throw new InvalidInputError('BindName', `has an invalid placeholder "${match[0]}"`)
     }
   }
-  if (templated && name.replace(INTERPOLATION, '').includes('${')) throw new InvalidInputError('BindName', 'has an unterminated "${" placeholder')
+  if (templated && isTemplated(name.replace(PLACEHOLDERS, ''))) throw new InvalidInputError('BindName', 'has an unterminated "${" or "{{" placeholder')
   if (type === 'templated-policy') {
     const template = templatedPolicyByName(name)
     if (template === undefined) throw new InvalidInputError('BindName', `no templated policy named "${name}"`)
-    const interpolated = Object.values(vars ?? {}).some((value) => value.includes('${'))
+    const interpolated = Object.values(vars ?? {}).some(isTemplated)
     if (!interpolated && template.Schema !== '') {
       const problems = validateTemplateVariables(name, vars)
       if (problems.length > 0) throw new InvalidInputError('BindVars', problems.join('; '))
@@ -231,7 +229,7 @@ function checkAgainstIdentity(method: AclAuthMethod, body: BindingRuleBody): voi
   }
   const bindName = fill('BindName', body.BindName ?? '')
   for (const [name, value] of Object.entries(body.BindVars ?? {})) fill(`BindVars.${name}`, value)
-  if ((body.BindName ?? '').includes('${') && body.BindType !== undefined && body.BindType !== 'templated-policy') {
+  if (isTemplated(body.BindName ?? '') && body.BindType !== undefined && body.BindType !== 'templated-policy') {
     const valid = body.BindType === 'role' ? isValidRecordName(bindName, 'role') : isValidIdentityName(bindName)
     if (!valid) throw new InvalidInputError('BindName', `does not give a valid ${body.BindType} name once filled in`)
   }

@@ -72,6 +72,13 @@ describe('binding identities at login', () => {
       expect(interpolate('pre${value.empty}post', variables)).to.equal('prepost')
     })
 
+    it('takes the {{ name }} form of api.md\'s sample bodies as the same placeholder', () => {
+      expect(interpolate('{{ value.name }}', variables)).to.equal('web')
+      expect(interpolate('{{value.team}}-${value.name}-{{ value.name }}', variables)).to.equal('ops-web-web')
+      expect(() => interpolate('{{ value.nope }}', variables)).to.throw(InterpolationError, 'unknown variable "value.nope"')
+      expect(() => interpolate('x-{{ value.name', variables)).to.throw(InterpolationError, 'unterminated "{{"')
+    })
+
     it('leaves text without placeholders alone, and reads $${ as a literal ${', () => {
       expect(interpolate('plain-name', variables)).to.equal('plain-name')
       expect(interpolate('$${value.name}', variables)).to.equal('${value.name}')
