@@ -135,8 +135,12 @@ export function checkName(kind: ConfigKind, value: unknown): string {
   return name
 }
 
-/** `Protocol` of service-defaults and proxy-defaults, lowercased, must be a protocol warden knows. */
+/**
+ * `Protocol` of service-defaults and proxy-defaults, lowercased, must be a protocol warden knows. An empty one is the
+ * default, as if left out (Consul omits it when empty), and is not stored.
+ */
 export function checkProtocol(kind: ConfigKind, value: unknown): string | undefined {
+  if (value === '' && KINDS[kind].protocol) return undefined
   if (value === undefined || !KINDS[kind].protocol) return value as string | undefined
   if (typeof value !== 'string') throw new InvalidInputError('Protocol', 'must be a string')
   const protocol = value.toLowerCase()

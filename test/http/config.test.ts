@@ -199,6 +199,9 @@ describe('config entries', () => {
       expect(bad.body.Error).to.include('tcp, http, http2, grpc')
       expectErrorShape(await put({ Kind: 'proxy-defaults', Protocol: 'quic' }), 400, 'invalid_input', 'Protocol')
       expectErrorShape(await put({ Kind: 'service-defaults', Name: name, Protocol: 1 }), 400, 'invalid_input', 'Protocol')
+      // An empty Protocol is the default, as if left out.
+      await applied({ Kind: 'service-defaults', Name: name, Protocol: '' })
+      expect((await get('service-defaults', name)).body).not.to.have.property('Protocol')
       // Other kinds do not interpret Protocol: it is stored as given.
       await applied({ Kind: 'service-router', Name: name, Protocol: 'UDP' })
       expect((await get('service-router', name)).body.Protocol).to.equal('UDP')
