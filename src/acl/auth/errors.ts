@@ -6,18 +6,29 @@
 import { PermissionDeniedError } from '../../lib/errors.js'
 
 /**
+ * A refused login: the message is `prefix` and `reason`, what the caller is told; `logDetail`, when there is one, is
+ * what only the agent's log shows (the HTTP layer writes it there, rate-limited).
+ */
+abstract class LoginRefusal extends PermissionDeniedError {
+  constructor(
+    prefix: string,
+    readonly reason: string,
+    readonly logDetail?: string,
+  ) {
+    super(`${prefix}${reason}`)
+  }
+}
+
+/**
  * The bearer token is not valid: malformed, badly signed, expired, for another issuer or audience, refused by review.
  * Whoever logs in needs no token, so `reason` says what is wrong with the bearer token without showing the auth
  * method's settings (its bound issuer and audiences, its keys, its algorithms), which only acl:read may read; those go
  * in `logDetail`, for the agent's log.
  */
-export class InvalidBearerTokenError extends PermissionDeniedError {
+export class InvalidBearerTokenError extends LoginRefusal {
   override readonly name = 'InvalidBearerTokenError'
-  constructor(
-    readonly reason: string,
-    readonly logDetail?: string,
-  ) {
-    super(`Permission denied: invalid bearer token: ${reason}`)
+  constructor(reason: string, logDetail?: string) {
+    super('Permission denied: invalid bearer token: ', reason, logDetail)
   }
 }
 
@@ -28,13 +39,10 @@ export class InvalidBearerTokenError extends PermissionDeniedError {
  * message leaves out where the service is (its URL, the address a connection failed on): that goes in `logDetail`,
  * which the HTTP layer writes to the agent's log only.
  */
-export class IdentityServiceError extends PermissionDeniedError {
+export class IdentityServiceError extends LoginRefusal {
   override readonly name = 'IdentityServiceError'
-  constructor(
-    readonly reason: string,
-    readonly logDetail?: string,
-  ) {
-    super(`Permission denied: cannot verify the bearer token: ${reason}`)
+  constructor(reason: string, logDetail?: string) {
+    super('Permission denied: cannot verify the bearer token: ', reason, logDetail)
   }
 }
 
@@ -56,13 +64,10 @@ export function loggableUrl(url: string | URL): string {
  * interpolated name is not valid). The caller learns that, not which rule or what it binds (binding rules need
  * acl:read); `logDetail` names the rule, its template and what it gave, for the agent's log.
  */
-export class BindingError extends PermissionDeniedError {
+export class BindingError extends LoginRefusal {
   override readonly name = 'BindingError'
-  constructor(
-    readonly reason: string,
-    readonly logDetail?: string,
-  ) {
-    super(`Permission denied: ${reason}`)
+  constructor(reason: string, logDetail?: string) {
+    super('Permission denied: ', reason, logDetail)
   }
 }
 
@@ -71,12 +76,9 @@ export class BindingError extends PermissionDeniedError {
  * method, the client nonce differs, or the provider would not redeem the code. `logDetail` holds what only the
  * operator should see (the provider's own error answer).
  */
-export class OidcLoginError extends PermissionDeniedError {
+export class OidcLoginError extends LoginRefusal {
   override readonly name = 'OidcLoginError'
-  constructor(
-    readonly reason: string,
-    readonly logDetail?: string,
-  ) {
-    super(`Permission denied: OIDC login failed: ${reason}`)
+  constructor(reason: string, logDetail?: string) {
+    super('Permission denied: OIDC login failed: ', reason, logDetail)
   }
 }

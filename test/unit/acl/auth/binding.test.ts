@@ -4,6 +4,7 @@
  * description built from Meta. Pure functions over literal rules and identities.
  */
 import { expect } from 'chai'
+import { thrown } from '../../../support/thrown.js'
 import { bindIdentity, interpolate, InterpolationError, isEmptyBinding, selectorMatches } from '../../../../src/acl/auth/binding.js'
 import { BindingError } from '../../../../src/acl/auth/errors.js'
 import { jwtIdentity, kubernetesIdentity } from '../../../../src/acl/auth/identity.js'
@@ -52,15 +53,7 @@ const identity = jwtIdentity(
 )
 
 /** The BindingError `run` throws: its message is what the caller sees, its logDetail what the agent logs. */
-function refusal(run: () => unknown): BindingError {
-  try {
-    run()
-  } catch (error) {
-    if (error instanceof BindingError) return error
-    throw error
-  }
-  throw new Error('expected a BindingError')
-}
+const refusal = (run: () => unknown): BindingError => thrown(run, BindingError)
 
 describe('binding identities at login', () => {
   describe('interpolate', () => {

@@ -5,6 +5,7 @@
  * Each test pins the clock and moves one claim across its boundary.
  */
 import { expect } from 'chai'
+import { thrown } from '../../../support/thrown.js'
 import { InvalidBearerTokenError } from '../../../../src/acl/auth/errors.js'
 import { checkClaims, leewaySeconds, type ClaimChecks } from '../../../../src/acl/auth/jwt-validator.js'
 
@@ -16,16 +17,8 @@ function check(claims: Record<string, unknown>, checks: Partial<ClaimChecks> = {
   checkClaims(claims, { ...defaults, ...checks }, nowMs, requireExpiry)
 }
 
-/** The InvalidBearerTokenError `run` throws: `reason` is what the caller sees, `logDetail` what the agent logs. */
-function refusal(run: () => unknown): InvalidBearerTokenError {
-  try {
-    run()
-  } catch (error) {
-    if (error instanceof InvalidBearerTokenError) return error
-    throw error
-  }
-  throw new Error('expected an InvalidBearerTokenError')
-}
+/** The InvalidBearerTokenError `run` throws: its message is what the caller sees, its logDetail what the agent logs. */
+const refusal = (run: () => unknown): InvalidBearerTokenError => thrown(run, InvalidBearerTokenError)
 
 describe('jwt claim checks', () => {
   it('resolves leeway settings: unset or 0 means the default, negative means none', () => {
