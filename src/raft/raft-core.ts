@@ -79,6 +79,13 @@ export interface RaftConfig {
    * applied). Committed entries up to it are not handed out again. Default: the snapshot's index, or 0.
    */
   readonly appliedIndex?: number
+  /**
+   * The time the lease is measured in, in ticks: a monotonic clock divided by the tick length. Default: the tick
+   * count. A driver with a real clock must give it: ticks come from a timer, and a process that was stopped (SIGSTOP,
+   * a long pause) does not get the ticks it missed, so a lease counted in ticks would still hold when the process
+   * wakes, long after the other servers stopped honouring it and elected another leader.
+   */
+  readonly clock?: () => number
 }
 
 interface Settings {
@@ -217,8 +224,10 @@ export class RaftCore {
   /** The leader's view of every other member (nextIndex, matchIndex, ...). Empty unless role === 'leader'. */
   private readonly progress = new Map<NodeId, Progress>()
 
-  /** Logical clock: ticks since construction. The lease and CheckQuorum measure time with it. */
+  /** Logical clock: ticks since construction. CheckQuorum and the timers measure time with it; the lease uses leaseClock. */
   private nowTicks = 0
+  /** The lease's clock (RaftConfig.clock), or the tick count. */
+  private readonly leaseClock: () => number
   /** Ticks since the last reset of the election timer (followers and candidates). */
   private electionElapsedTicks = 0
   /** Drawn in [electionTimeoutTicks, 2 * electionTimeoutTicks) at each reset, so split votes resolve (§5.2). */
@@ -268,6 +277,7 @@ export class RaftCore {
     const problems = validateRaftConfig(config)
     assert(problems.length === 0, `invalid Raft configuration: ${problems.join('; ')}`)
     this.id = config.id
+    this.leaseClock = config.clock ?? (() => this.nowTicks)
     this.settings = {
       electionTimeoutTicks: config.electionTimeoutTicks,
       heartbeatIntervalTicks: config.heartbeatIntervalTicks,
@@ -540,13 +550,13 @@ export class RaftCore {
   leaseValidUntilTick(): number {
     if (this.role !== 'leader' || !this.settings.checkQuorum || this.leaseRevoked) return 0
     const quorumTick = majorityValue(this.log.configuration().voters, (id) =>
-      id === this.id ? this.nowTicks : (this.progress.get(id)?.ackedTick ?? Number.NEGATIVE_INFINITY),
+      id === this.id ? this.leaseClock() : (this.progress.get(id)?.ackedTick ?? Number.NEGATIVE_INFINITY),
     )
     return Math.max(0, quorumTick + this.settings.leaseTicks)
   }
 
-  /** Whether this leader's lease holds at `tick` (default: now). */
-  isLeaseValid(tick: number = this.nowTicks): boolean {
+  /** Whether this leader's lease holds at `tick` (default: now, on the lease's clock). */
+  isLeaseValid(tick: number = this.leaseClock()): boolean {
     return tick < this.leaseValidUntilTick()
   }
 
@@ -1098,7 +1108,8 @@ export class RaftCore {
     for (const [id, progress] of this.progress) {
       // Never more than the follower is known to hold: it commits what we send without checking (etcd sendHeartbeat).
       const leaderCommit = Math.min(progress.matchIndex, this.log.commitIndex)
-      this.send<'heartbeat'>({ type: 'heartbeat', to: id, term: this.term, leaderCommit, seq: this.heartbeatSeq, tick: this.nowTicks })
+      // The lease runs from when the heartbeat left, on the lease's clock, which the follower echoes back.
+      this.send<'heartbeat'>({ type: 'heartbeat', to: id, term: this.term, leaderCommit, seq: this.heartbeatSeq, tick: this.leaseClock() })
     }
   }
 

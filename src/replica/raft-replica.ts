@@ -145,6 +145,9 @@ export class RaftReplica implements Cluster {
         // Keep at most a snapshot interval of entries behind each snapshot for followers slightly behind.
         trailingEntries: Math.min(1024, options.snapshotThreshold),
         appliedIndex: options.state.lastApplied,
+        // The lease in real time: the ticker does not catch up after the process was stopped, and a leader woken
+        // from SIGSTOP must find its lease expired, not serve reads and authorize writes from its old state.
+        clock: () => performance.now() / this.tickMs,
       },
       options.storage,
       new SeededRng(seed),

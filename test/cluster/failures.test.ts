@@ -125,6 +125,43 @@ describe('failures an old leader must survive without lying', function () {
     expect(again.names.has('after-pause')).to.equal(true)
   })
 
+  it('a leader paused for seconds wakes without its lease: no stale default read, no write from a token deleted meanwhile', async () => {
+    const old = await cluster!.leader()
+    const writer = await cluster!.request(old, 'PUT', '/v1/acl/policy', { body: { Name: 'lease-writer', Rules: 'acl = "write"' } })
+    expect(writer.status, writer.text).to.equal(200)
+    const token = await cluster!.request(old, 'PUT', '/v1/acl/token', { body: { Policies: [{ Name: 'lease-writer' }] } })
+    expect(token.status, token.text).to.equal(200)
+    const secret = (token.body as { SecretID: string }).SecretID
+    // The old leader knows the token and has it cached: it works there before the pause.
+    expect((await cluster!.request(old, 'GET', '/v1/acl/token/self', { token: secret })).status).to.equal(200)
+    const pausedAt = Date.now()
+    await cluster!.pause(old)
+    const next = await cluster!.leader(10_000)
+    expect(next).to.not.equal(old)
+    const deleted = await cluster!.request(next, 'DELETE', `/v1/acl/token/${(token.body as { AccessorID: string }).AccessorID}`)
+    expect(deleted.status, deleted.text).to.equal(200)
+    expect((await createPolicy(next, 'while-old-leader-paused')).status).to.equal(200)
+    // Long enough for the peers to give up on the paused node's links: when it wakes it must reconnect before it can
+    // hear of the new term, and what it answers in that gap must not come from its old state.
+    await sleep(Math.max(0, 5_000 - (Date.now() - pausedAt)))
+    const defaultRead = cluster!
+      .request(old, 'GET', '/v1/acl/policies', { timeoutMs: CLIENT_TIMEOUT_MS })
+      .then((response) => ({ status: response.status, names: response.status === 200 ? (response.body as Array<{ Name: string }>).map((policy) => policy.Name) : [] }))
+      .catch(() => ({ status: 'timeout' as const, names: [] as string[] }))
+    const self = cluster!.request(old, 'GET', '/v1/acl/token/self', { token: secret, timeoutMs: CLIENT_TIMEOUT_MS }).then((response) => response.status, () => 'timeout' as const)
+    const write = cluster!
+      .request(old, 'PUT', '/v1/acl/policy', { token: secret, body: { Name: 'by-deleted-token' }, timeoutMs: CLIENT_TIMEOUT_MS })
+      .then((response) => ({ status: response.status, text: response.text }), () => ({ status: 'timeout' as const, text: '' }))
+    await sleep(50) // Let the requests reach the paused node's socket before it runs again.
+    await cluster!.resume(old)
+    const [readResult, selfStatus, writeResult] = await Promise.all([defaultRead, self, write])
+    if (readResult.status === 200) expect(readResult.names, 'the resumed old leader served a stale default read').to.include('while-old-leader-paused')
+    else expect([503, 504, 'timeout']).to.include(readResult.status)
+    expect(selfStatus, 'a token deleted while the leader was paused still resolved there').to.not.equal(200)
+    expect(writeResult.status, `a write with a deleted token was accepted: ${writeResult.text}`).to.not.equal(200)
+    expect((await finalNames()).has('by-deleted-token'), 'a deleted token wrote').to.equal(false)
+  })
+
   it('a partitioned leader steps down within two election timeouts and then refuses writes with 503/504', async () => {
     const old = await cluster!.leader()
     const oldAddress = cluster!.state().nodes[old]!.clusterAddress

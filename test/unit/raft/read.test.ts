@@ -101,6 +101,24 @@ describe('raft: reads', function () {
       expect(electedAtTick).to.be.at.least(leaseExpiryTick)
     })
 
+    it("runs on the driver's clock: a leader stopped past its lease wakes without one, though no tick has passed", function () {
+      let now = 0
+      const network = TestNetwork.of(['a', 'b', 'c'], { ...options, clock: () => now })
+      network.elect('a')
+      now = 1
+      network.tickAll(1) // heartbeat sent at clock 1, acknowledged by both followers
+      const leader = network.node('a')
+      expect(leader.core.leaseValidUntilTick()).to.equal(9)
+      expect(leader.core.leaseRead()).to.not.equal(null)
+      const ticks = leader.status.tick
+      // SIGSTOP for twenty ticks' time: the timer that ticks the core fires once when the process wakes, not twenty
+      // times, but the clock has moved on. The other servers may have elected a leader by then.
+      now = 21
+      expect(leader.status.tick).to.equal(ticks)
+      expect(leader.core.isLeaseValid()).to.equal(false)
+      expect(leader.core.leaseRead()).to.equal(null)
+    })
+
     it('is void once the leader sent TimeoutNow, whose election ignores leases (Thesis §3.10)', function () {
       const network = TestNetwork.of(['a', 'b', 'c'], options)
       network.elect('a')
