@@ -158,8 +158,10 @@ async function exercise(cluster: LocalCluster, options: ChaosOptions, settings: 
       nodes: Object.keys(addresses),
       now: () => workload.now(),
       faultsUntil: deadline - quietMs,
+      // Up to 6 s between actions, so a fault often lasts long enough for peers to drop a paused node's links: a
+      // leader woken after that must reconnect before it hears of a new term (the case an outside audit caught).
       intervalMsMin: options.faultIntervalMsMin ?? 1_000,
-      intervalMsMax: options.faultIntervalMsMax ?? 3_000,
+      intervalMsMax: options.faultIntervalMsMax ?? 6_000,
       isolationCheckMs: 2_500,
       signal: stop.signal,
     })
