@@ -6,7 +6,7 @@
 import { X509Certificate, createPublicKey } from 'node:crypto'
 import { parseDuration } from '../lib/duration.js'
 
-export const AUTH_METHOD_TYPES = ['kubernetes', 'jwt', 'oidc'] as const
+export const AUTH_METHOD_TYPES = ['kubernetes', 'jwt', 'oidc', 'aws-iam'] as const
 
 /**
  * The signing algorithms a jwt or oidc method may accept: asymmetric ones only, as Consul lists them. A shared-secret
@@ -15,7 +15,7 @@ export const AUTH_METHOD_TYPES = ['kubernetes', 'jwt', 'oidc'] as const
 export const JWT_SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const
 export type AuthMethodType = (typeof AUTH_METHOD_TYPES)[number]
 
-type ValueKind = 'string' | 'url' | 'cert' | 'jwt' | 'strings' | 'public-keys' | 'certs' | 'map' | 'duration' | 'bool'
+type ValueKind = 'string' | 'url' | 'cert' | 'jwt' | 'strings' | 'public-keys' | 'certs' | 'map' | 'duration' | 'bool' | 'count'
 
 const JWT_COMMON: Record<string, ValueKind> = {
   BoundIssuer: 'string',
@@ -47,12 +47,24 @@ const KEYS: Record<AuthMethodType, Record<string, ValueKind>> = {
     AllowedRedirectURIs: 'strings',
     VerboseOIDCLogging: 'bool',
   },
+  'aws-iam': {
+    BoundIAMPrincipalARNs: 'strings',
+    EnableIAMEntityDetails: 'bool',
+    IAMEntityTags: 'strings',
+    ServerIDHeaderValue: 'string',
+    MaxRetries: 'count',
+    IAMEndpoint: 'url',
+    STSEndpoint: 'url',
+    STSRegion: 'string',
+    AllowedSTSHeaderValues: 'strings',
+  },
 }
 
 const REQUIRED: Record<AuthMethodType, string[]> = {
   kubernetes: ['Host', 'CACert', 'ServiceAccountJWT'],
   jwt: [],
   oidc: ['OIDCDiscoveryURL', 'OIDCClientID', 'OIDCClientSecret', 'AllowedRedirectURIs'],
+  'aws-iam': ['BoundIAMPrincipalARNs'],
 }
 
 export interface ConfigProblem {
@@ -92,6 +104,24 @@ export function checkAuthMethodConfig(type: AuthMethodType, config: Record<strin
   if (!isEmpty(config.OIDCDiscoveryCACert) && isEmpty(config.OIDCDiscoveryURL)) {
     return { field: 'Config.OIDCDiscoveryCACert', rule: 'needs OIDCDiscoveryURL' }
   }
+  if (type === 'aws-iam') return awsIamProblem(config)
+  return undefined
+}
+
+/** Consul's iamauth Config.Validate: principal ARNs of IAM or STS, one trailing `*` only with entity details. */
+function awsIamProblem(config: Record<string, unknown>): ConfigProblem | undefined {
+  const details = config.EnableIAMEntityDetails === true
+  for (const [position, arn] of (config.BoundIAMPrincipalARNs as string[]).entries()) {
+    const field = `Config.BoundIAMPrincipalARNs[${position}]`
+    const stars = arn.split('*').length - 1
+    if (stars > 0 && !details) return { field, rule: 'may end in a * wildcard only with EnableIAMEntityDetails' }
+    if (stars > 1 || (stars === 1 && !arn.endsWith('*'))) return { field, rule: 'may have one * wildcard, at its end' }
+    const parts = arn.split(':')
+    if (parts.length < 6 || parts[0] !== 'arn' || parts[1] === '' || (parts[2] !== 'iam' && parts[2] !== 'sts')) {
+      return { field, rule: 'must be the ARN of an IAM or STS principal (arn:aws:iam::<account>:role/<name>)' }
+    }
+  }
+  if (!isEmpty(config.IAMEntityTags) && !details) return { field: 'Config.IAMEntityTags', rule: 'needs EnableIAMEntityDetails' }
   return undefined
 }
 
@@ -105,6 +135,8 @@ function checkValue(kind: ValueKind, value: unknown): string | undefined {
       return typeof value === 'string' ? undefined : 'must be a string'
     case 'bool':
       return typeof value === 'boolean' ? undefined : 'must be true or false'
+    case 'count':
+      return Number.isSafeInteger(value) && (value as number) >= 0 ? undefined : 'must be a whole number, 0 or more'
     case 'url':
       return typeof value === 'string' && isHttpUrl(value) ? undefined : 'must be an http or https URL'
     case 'duration':

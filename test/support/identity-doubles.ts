@@ -4,6 +4,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse, type Server as HttpServer } from 'node:http'
 import { createServer, type Server } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -18,7 +19,7 @@ export interface KeyPair {
 
 export interface Double {
   url: string
-  server: Server
+  server: Server | HttpServer
   close(): Promise<void>
 }
 
@@ -40,13 +41,14 @@ export function makeCertificate(): { cert: string; key: string } {
 
 /**
  * An HTTPS server whose every answer `handle` decides. The body reaches it parsed: JSON as a value, a form as a
- * record of its fields, nothing as undefined.
+ * record of its fields, nothing as undefined. The answer is JSON, or with `contentType` the body's text as it is.
  */
 export async function startDouble(
-  tls: { cert: string; key: string },
-  handle: (method: string, path: string, body: any, headers: Record<string, unknown>) => { status: number; body: unknown },
+  /** Without a certificate, plain HTTP. */
+  tls: { cert: string; key: string } | undefined,
+  handle: (method: string, path: string, body: any, headers: Record<string, unknown>) => { status: number; body: unknown; contentType?: string },
 ): Promise<Double> {
-  const server = createServer(tls, (request, response) => {
+  const serve = (request: IncomingMessage, response: ServerResponse): void => {
     const chunks: Buffer[] = []
     request.on('data', (chunk: Buffer) => chunks.push(chunk))
     request.on('end', () => {
@@ -54,14 +56,16 @@ export async function startDouble(
       const form = String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')
       const body = text === '' ? undefined : form ? Object.fromEntries(new URLSearchParams(text)) : JSON.parse(text)
       const answer = handle(request.method ?? 'GET', request.url ?? '/', body, request.headers)
-      response.writeHead(answer.status, { 'Content-Type': 'application/json' })
-      response.end(JSON.stringify(answer.body))
+      // JSON unless the handler names another type, for which its body is the text as sent (STS answers XML).
+      response.writeHead(answer.status, { 'Content-Type': answer.contentType ?? 'application/json' })
+      response.end(answer.contentType === undefined ? JSON.stringify(answer.body) : String(answer.body))
     })
-  })
+  }
+  const server = tls === undefined ? createHttpServer(serve) : createServer(tls, serve)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
   return {
-    url: `https://127.0.0.1:${port}`,
+    url: `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}`,
     server,
     close: () =>
       new Promise<void>((resolve) => {

@@ -3,7 +3,8 @@
  *
  * - `selectable`: what Selector expressions see. jwt: `value.<name>` (a string per ClaimMappings entry) and
  *   `list.<name>` (a list of strings per ListClaimMappings entry); kubernetes: `serviceaccount.namespace`, `.name`,
- *   `.uid`.
+ *   `.uid`; aws-iam: `entity_name`, `entity_id`, `account_id`, and with entity details `entity_path` and
+ *   `entity_tags.<tag>` (aws-iam-validator.ts).
  * - `variables`: what `${...}` in BindName, BindVars and BindNamespace may interpolate, by dotted name. Only scalar
  *   fields: a list cannot be put into a name.
  *
@@ -11,6 +12,7 @@
  * them, so `value.team is empty` matches a token without the claim and `${value.team}` interpolates to "".
  */
 import { InvalidBearerTokenError } from './errors.js'
+import { emptyAwsIamIdentity } from './aws-iam-validator.js'
 
 export interface Identity {
   selectable: Record<string, unknown>
@@ -74,6 +76,7 @@ export function kubernetesIdentity(account: ServiceAccount): Identity {
  */
 export function emptyIdentity(type: string, config: Readonly<Record<string, unknown>>): Identity | undefined {
   if (type === 'kubernetes') return kubernetesIdentity({ namespace: '', name: '', uid: '' })
+  if (type === 'aws-iam') return emptyAwsIamIdentity(config)
   if (type !== 'jwt' && type !== 'oidc') return undefined
   const mappings = (key: string): ClaimMappings => {
     const value = config[key]

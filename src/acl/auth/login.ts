@@ -10,6 +10,7 @@ import { BindingError } from './errors.js'
 import type { Identity } from './identity.js'
 import { sharedKeyCaches, validateJwt, type JwtConfig, type KeyCaches } from './jwt-validator.js'
 import { validateKubernetes, type KubernetesConfig } from './kubernetes-validator.js'
+import { validateAwsIam, type AwsIamConfig } from './aws-iam-validator.js'
 import { bindNamespace } from './namespace-rules.js'
 
 export const LOGIN_DESCRIPTION = 'token created via login'
@@ -20,6 +21,8 @@ export async function verifyBearerToken(method: AclAuthMethod, bearerToken: stri
       return validateJwt(method.Config as JwtConfig, bearerToken, nowMs, caches)
     case 'kubernetes':
       return validateKubernetes(method.Config as unknown as KubernetesConfig, bearerToken)
+    case 'aws-iam':
+      return validateAwsIam(method.Config as unknown as AwsIamConfig, bearerToken)
     default:
       // oidc logs in through the browser flow (auth URL and callback), never with a bearer token.
       throw new InvalidInputError(

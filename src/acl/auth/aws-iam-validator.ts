@@ -1,0 +1,347 @@
+/**
+ * Login through an aws-iam auth method (Consul 1.12+, after Vault's AWS IAM method). The bearer token is not a token
+ * but a signed AWS request: an sts:GetCallerIdentity the client signed with its own AWS credentials, as JSON
+ * `{iam_http_request_method, iam_request_url, iam_request_headers, iam_request_body}` (the last three base64; the
+ * headers a JSON object of lists). warden checks that it is that request and nothing else, sends it to STS (which
+ * checks the signature), and takes the identity STS answers with. warden holds no AWS credentials.
+ *
+ * - Only POST to an STS host (`sts.*.amazonaws.com`, `sts-fips.*`), unless STSEndpoint names where to send it; the
+ *   signed Host header and path are kept either way, so the endpoint cannot be used to forward other requests.
+ * - The body is `Action=GetCallerIdentity` (and a Version), nothing else; an `X-Amz-*` header outside the signing
+ *   ones (and AllowedSTSHeaderValues) is refused.
+ * - With ServerIDHeaderValue, the request must carry `X-Service-IAM-ServerID` with that value, and have signed it:
+ *   a request signed for another cluster cannot be replayed here.
+ * - With EnableIAMEntityDetails, the client also embeds a signed iam:GetRole or iam:GetUser in the headers
+ *   `X-Service-IAM-GetEntity-Method`, `-URL`, `-Headers`, `-Body`; its entity must have the caller's unique ID, and it
+ *   gives the entity's path and tags, and its full ARN (so BoundIAMPrincipalARNs may end in `*`).
+ * - The caller's ARN, an assumed role made back into its role's ARN, must be one of BoundIAMPrincipalARNs.
+ *
+ * Consul names the headers `X-Consul-IAM-*`; warden's header prefix is `X-Service-` (api.md renames them all).
+ * Identity: `entity_name`, `entity_id`, `account_id`, and with entity details `entity_path` and `entity_tags.<tag>` for
+ * each of IAMEntityTags, selectable and interpolable by those names.
+ */
+import { InvalidBearerTokenError, IdentityServiceError, loggableUrl } from './errors.js'
+import type { Identity } from './identity.js'
+import { requestText } from './http-client.js'
+
+export const SERVER_ID_HEADER = 'X-Service-IAM-ServerID'
+export const GET_ENTITY_METHOD_HEADER = 'X-Service-IAM-GetEntity-Method'
+export const GET_ENTITY_URL_HEADER = 'X-Service-IAM-GetEntity-URL'
+export const GET_ENTITY_HEADERS_HEADER = 'X-Service-IAM-GetEntity-Headers'
+export const GET_ENTITY_BODY_HEADER = 'X-Service-IAM-GetEntity-Body'
+
+/** The signing headers AWS's SigV4 puts on a request: always allowed on the GetCallerIdentity request. */
+const SIGNING_HEADERS = ['X-Amz-Algorithm', 'X-Amz-Content-Sha256', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Security-Token', 'X-Amz-Signature', 'X-Amz-SignedHeaders']
+/** Retries of a request STS or IAM answered with 5xx or could not take; MaxRetries asks for more, up to this. */
+const RETRIES_MAX = 10
+/** A bearer token is a few KiB; anything far beyond is refused before it is decoded. */
+const BEARER_TOKEN_CHARS_MAX = 64 * 1024
+
+export interface AwsIamConfig {
+  BoundIAMPrincipalARNs: string[]
+  EnableIAMEntityDetails?: boolean
+  IAMEntityTags?: string[]
+  ServerIDHeaderValue?: string
+  MaxRetries?: number
+  IAMEndpoint?: string
+  STSEndpoint?: string
+  STSRegion?: string
+  AllowedSTSHeaderValues?: string[]
+}
+
+type Headers = Record<string, string[]>
+
+interface SignedRequest {
+  method: string
+  url: URL
+  headers: Headers
+  body: string
+}
+
+/** A header name as Go's textproto.CanonicalMIMEHeaderKey writes it: `x-amz-date` is `X-Amz-Date`. */
+function canonicalHeader(name: string): string {
+  return name
+    .split('-')
+    .map((part) => (part === '' ? part : part[0]!.toUpperCase() + part.slice(1).toLowerCase()))
+    .join('-')
+}
+
+function headerValues(headers: Headers, name: string): string[] {
+  const wanted = name.toLowerCase()
+  for (const [key, values] of Object.entries(headers)) if (key.toLowerCase() === wanted) return values
+  return []
+}
+
+function decodeBase64(value: unknown, field: string): string {
+  if (typeof value !== 'string') throw new InvalidBearerTokenError(`${field} is missing`)
+  return Buffer.from(value, 'base64').toString('utf8')
+}
+
+function parseHeaders(json: string, field: string): Headers {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(json)
+  } catch {
+    throw new InvalidBearerTokenError(`${field} is not a JSON object of headers`)
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidBearerTokenError(`${field} is not a JSON object of headers`)
+  const headers: Headers = {}
+  for (const [name, value] of Object.entries(parsed as Record<string, unknown>)) {
+    const values = Array.isArray(value) ? value : [value]
+    if (!values.every((item) => typeof item === 'string')) throw new InvalidBearerTokenError(`${field} holds a header that is not a string or a list of strings`)
+    headers[name] = values as string[]
+  }
+  return headers
+}
+
+function parseUrl(text: string, field: string): URL {
+  try {
+    const url = new URL(text)
+    if (url.protocol === 'http:' || url.protocol === 'https:') return url
+  } catch {
+    // Refused below.
+  }
+  throw new InvalidBearerTokenError(`${field} is not a URL`)
+}
+
+/** An AWS host of `service` (`sts` or `iam`): `<service>.amazonaws.com`, `<service>.<region>.amazonaws.com`, or -fips. */
+function isAwsHost(host: string, service: string): boolean {
+  return host.endsWith('.amazonaws.com') && (host.startsWith(`${service}.`) || host.startsWith(`${service}-fips.`))
+}
+
+/**
+ * The fields of a form body, each once, none but those `allowed` names (with the values it lists, when it lists some);
+ * `Action` is required.
+ */
+function parseBody(body: string, allowed: Record<string, readonly string[] | undefined>, field: string): Record<string, string> {
+  const params = new URLSearchParams(body)
+  const fields: Record<string, string> = {}
+  for (const name of new Set(params.keys())) {
+    const values = params.getAll(name)
+    if (!Object.hasOwn(allowed, name)) throw new InvalidBearerTokenError(`${field} has the unexpected field ${JSON.stringify(name)}`)
+    const expected = allowed[name]
+    if (values.length !== 1 || (expected !== undefined && !expected.includes(values[0]!))) {
+      throw new InvalidBearerTokenError(`${field} has the unexpected value ${name}=${JSON.stringify(values.join(','))}`)
+    }
+    fields[name] = values[0]!
+  }
+  if ((fields.Action ?? '') === '') throw new InvalidBearerTokenError(`${field} has no Action`)
+  return fields
+}
+
+function parseBearerToken(text: string): SignedRequest {
+  if (text.length > BEARER_TOKEN_CHARS_MAX) throw new InvalidBearerTokenError(`it is longer than ${BEARER_TOKEN_CHARS_MAX} characters`)
+  let raw: Record<string, unknown>
+  try {
+    raw = JSON.parse(text) as Record<string, unknown>
+  } catch {
+    throw new InvalidBearerTokenError('it is not the JSON of a signed sts:GetCallerIdentity request')
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidBearerTokenError('it is not the JSON of a signed sts:GetCallerIdentity request')
+  return {
+    method: typeof raw.iam_http_request_method === 'string' ? raw.iam_http_request_method : '',
+    url: parseUrl(decodeBase64(raw.iam_request_url, 'iam_request_url'), 'iam_request_url'),
+    headers: parseHeaders(decodeBase64(raw.iam_request_headers, 'iam_request_headers'), 'iam_request_headers'),
+    body: decodeBase64(raw.iam_request_body, 'iam_request_body'),
+  }
+}
+
+/** The one value of a header the client must send once, or a refusal naming it. */
+function singleHeader(headers: Headers, name: string): string {
+  const values = headerValues(headers, name)
+  if (values.length !== 1) throw new InvalidBearerTokenError(values.length === 0 ? `it lacks the header ${name}` : `it has the header ${name} more than once`)
+  return values[0]!
+}
+
+/** With ServerIDHeaderValue set: the request carries it, and signed it (it is among SigV4's SignedHeaders). */
+function checkServerId(request: SignedRequest, expected: string): void {
+  const given = headerValues(request.headers, SERVER_ID_HEADER).join(',')
+  if (given === '') throw new InvalidBearerTokenError(`it lacks the header ${SERVER_ID_HEADER}`)
+  if (given !== expected) throw new InvalidBearerTokenError(`its ${SERVER_ID_HEADER} is not this auth method's`, `its ${SERVER_ID_HEADER} is ${JSON.stringify(given)}, not ${JSON.stringify(expected)}`)
+  const authorization = headerValues(request.headers, 'Authorization').join(',')
+  if (authorization === '') throw new InvalidBearerTokenError('it lacks the Authorization header')
+  const signed = /SignedHeaders=([^,]+)/.exec(authorization)?.[1]?.split(';') ?? []
+  if (!signed.includes(SERVER_ID_HEADER.toLowerCase())) throw new InvalidBearerTokenError(`its ${SERVER_ID_HEADER} header was not signed`)
+}
+
+/** Sends a signed request where it goes (or to the configured endpoint, keeping its Host and path); answers its XML. */
+async function send(what: string, request: SignedRequest, endpoint: string | undefined, retries: number): Promise<string> {
+  const target = endpoint === undefined || endpoint === '' ? request.url.href : `${endpoint.replace(/\/+$/, '')}${request.url.pathname}${request.url.search}`
+  const headers: Record<string, string | string[]> = {}
+  for (const [name, values] of Object.entries(request.headers)) if (name.toLowerCase() !== 'content-length') headers[name] = values
+  headers.Host = request.url.host
+  for (let attempt = 0; ; attempt++) {
+    let answer: { status: number; contentType: string; text: string }
+    try {
+      answer = await requestText(what, target, { method: 'POST', headers, payload: Buffer.from(request.body, 'utf8') })
+    } catch (error) {
+      if (attempt < retries) continue
+      throw error
+    }
+    if (answer.status >= 500 && attempt < retries) continue
+    if (answer.status !== 200) {
+      throw new IdentityServiceError(`${what} answered ${answer.status}`, `${what} at ${loggableUrl(target)} answered ${answer.status}: ${answer.text.slice(0, 512)}`)
+    }
+    if (!answer.contentType.startsWith('text/xml')) throw new IdentityServiceError(`${what} answered something that is not XML`)
+    return answer.text
+  }
+}
+
+function unescapeXml(text: string): string {
+  return text.replace(/&(lt|gt|amp|quot|apos|#x[0-9a-fA-F]+|#[0-9]+);/g, (entity, name: string) => {
+    switch (name) {
+      case 'lt':
+        return '<'
+      case 'gt':
+        return '>'
+      case 'amp':
+        return '&'
+      case 'quot':
+        return '"'
+      case 'apos':
+        return "'"
+      default:
+        return String.fromCodePoint(name.startsWith('#x') ? Number.parseInt(name.slice(2), 16) : Number.parseInt(name.slice(1), 10))
+    }
+  })
+}
+
+/** The text of every `<tag>` element in `xml`, in order. The answers read here are flat and small. */
+function elements(xml: string, tag: string): string[] {
+  const found: string[] = []
+  const pattern = new RegExp(`<${tag}(?:\\s[^>]*)?>([\\s\\S]*?)</${tag}>`, 'g')
+  for (const match of xml.matchAll(pattern)) found.push(match[1]!)
+  return found
+}
+
+function element(xml: string, tag: string): string {
+  return unescapeXml((elements(xml, tag)[0] ?? '').trim())
+}
+
+interface ParsedArn {
+  partition: string
+  account: string
+  type: string
+  path: string
+  name: string
+}
+
+/** `arn:aws:iam::<account>:user|role/<path>/<name>` or `arn:aws:sts::<account>:assumed-role/<role>/<session>`. */
+export function parseArn(arn: string): ParsedArn {
+  const parts = arn.split(':')
+  if (parts.length !== 6 || parts[0] !== 'arn' || parts[1] === '' || (parts[2] !== 'iam' && parts[2] !== 'sts') || parts[4] === '') {
+    throw new InvalidBearerTokenError(`STS answered the ARN ${JSON.stringify(arn)}, which is not an IAM or STS principal`)
+  }
+  const resource = parts[5]!.split('/')
+  const type = resource[0]!
+  if (resource.length < 2 || (type !== 'user' && type !== 'role' && type !== 'assumed-role') || (type === 'assumed-role' && resource.length < 3)) {
+    throw new InvalidBearerTokenError(`STS answered the ARN ${JSON.stringify(arn)}, which is not a user, role or assumed role`)
+  }
+  const name = type === 'assumed-role' ? resource[1]! : resource[resource.length - 1]!
+  if (name === '') throw new InvalidBearerTokenError(`STS answered the ARN ${JSON.stringify(arn)}, which names no principal`)
+  return { partition: parts[1]!, account: parts[4]!, type, path: type === 'assumed-role' ? '' : resource.slice(1, -1).join('/'), name }
+}
+
+/** The ARN a bound principal is written as: an assumed role is its role, without the role's path (STS does not say it). */
+export function canonicalArn(arn: ParsedArn): string {
+  return `arn:${arn.partition}:iam::${arn.account}:${arn.type === 'assumed-role' ? 'role' : arn.type}/${arn.name}`
+}
+
+/** Whether `arn` is bound: listed exactly, or (with entity details) under a listed prefix ending in `*`. */
+export function isBoundPrincipal(arn: string, bound: readonly string[], wildcards: boolean): boolean {
+  if (bound.includes(arn)) return true
+  return wildcards && bound.some((pattern) => pattern.endsWith('*') && arn.startsWith(pattern.slice(0, -1)))
+}
+
+export async function validateAwsIam(config: AwsIamConfig, bearerToken: string): Promise<Identity> {
+  const request = parseBearerToken(bearerToken)
+  if (request.method !== 'POST') throw new InvalidBearerTokenError('iam_http_request_method must be POST')
+  if ((config.STSEndpoint ?? '') === '' && !isAwsHost(request.url.hostname, 'sts')) {
+    throw new InvalidBearerTokenError(`iam_request_url is not an STS endpoint (${JSON.stringify(request.url.hostname)})`)
+  }
+  parseBody(request.body, { Action: ['GetCallerIdentity'], Version: undefined }, 'iam_request_body')
+  const allowedHeaders = new Set([...SIGNING_HEADERS, ...(config.AllowedSTSHeaderValues ?? []).map(canonicalHeader)])
+  for (const name of Object.keys(request.headers)) {
+    const canonical = canonicalHeader(name)
+    if (canonical.startsWith('X-Amz-') && !allowedHeaders.has(canonical)) throw new InvalidBearerTokenError(`iam_request_headers has the header ${canonical}, which is not allowed`)
+  }
+  const entityDetails = config.EnableIAMEntityDetails === true
+  let entityRequest: SignedRequest | undefined
+  let entityAction = ''
+  if (entityDetails) {
+    entityRequest = {
+      method: singleHeader(request.headers, GET_ENTITY_METHOD_HEADER),
+      url: parseUrl(singleHeader(request.headers, GET_ENTITY_URL_HEADER), GET_ENTITY_URL_HEADER),
+      headers: parseHeaders(singleHeader(request.headers, GET_ENTITY_HEADERS_HEADER), GET_ENTITY_HEADERS_HEADER),
+      body: singleHeader(request.headers, GET_ENTITY_BODY_HEADER),
+    }
+    if ((config.IAMEndpoint ?? '') === '' && !isAwsHost(entityRequest.url.hostname, 'iam')) {
+      throw new InvalidBearerTokenError(`${GET_ENTITY_URL_HEADER} is not an IAM endpoint (${JSON.stringify(entityRequest.url.hostname)})`)
+    }
+    const body = parseBody(entityRequest.body, { Action: ['GetRole', 'GetUser'], RoleName: undefined, UserName: undefined, Version: undefined }, GET_ENTITY_BODY_HEADER)
+    entityAction = body.Action!
+    const fitting = entityAction === 'GetRole' ? 'RoleName' in body && !('UserName' in body) : 'UserName' in body && !('RoleName' in body)
+    if (!fitting) throw new InvalidBearerTokenError(`${GET_ENTITY_BODY_HEADER} is not a GetRole with a RoleName or a GetUser with a UserName`)
+  }
+  const serverId = config.ServerIDHeaderValue ?? ''
+  if (serverId !== '') {
+    checkServerId(request, serverId)
+    if (entityRequest !== undefined) checkServerId(entityRequest, serverId)
+  }
+  const retries = Math.min(Math.max(0, Math.trunc(config.MaxRetries ?? 0)), RETRIES_MAX)
+
+  const callerXml = await send('the STS GetCallerIdentity request', request, config.STSEndpoint, retries)
+  const results = elements(callerXml, 'GetCallerIdentityResult')
+  if (results.length !== 1) throw new IdentityServiceError(`STS answered ${results.length} identities, not one`)
+  const caller = { arn: element(results[0]!, 'Arn'), userId: element(results[0]!, 'UserId'), account: element(results[0]!, 'Account') }
+  const parsed = parseArn(caller.arn)
+  let principal = canonicalArn(parsed)
+  const selectable: Record<string, unknown> = { entity_name: parsed.name, entity_id: caller.userId, account_id: caller.account }
+  const variables: Record<string, string> = { entity_name: parsed.name, entity_id: caller.userId, account_id: caller.account }
+
+  if (entityRequest !== undefined) {
+    const entityXml = await send(`the IAM ${entityAction} request`, entityRequest, config.IAMEndpoint, retries)
+    const kind = entityAction === 'GetRole' ? 'Role' : 'User'
+    const entities = elements(entityXml, `${entityAction}Result`)
+    if (entities.length !== 1) throw new IdentityServiceError(`IAM answered ${entities.length} entities to ${entityAction}, not one`)
+    const entity = elements(entities[0]!, kind)[0] ?? ''
+    // Only STS's answer vouches for the caller: the entity must be the caller's own.
+    if (element(entity, `${kind}Id`) !== caller.userId) throw new InvalidBearerTokenError(`the ${kind.toLowerCase()} in ${GET_ENTITY_BODY_HEADER} is not the caller's`)
+    principal = element(entity, 'Arn')
+    const tags: Record<string, string> = {}
+    for (const tagList of elements(entity, 'Tags')) {
+      const members = elements(tagList, 'member')
+      for (const member of members.length > 0 ? members : [tagList]) tags[element(member, 'Key')] = element(member, 'Value')
+    }
+    const path = element(entity, 'Path')
+    selectable.entity_path = path
+    variables.entity_path = path
+    const chosen: Record<string, string> = {}
+    for (const tag of config.IAMEntityTags ?? []) {
+      chosen[tag] = tags[tag] ?? ''
+      variables[`entity_tags.${tag}`] = tags[tag] ?? ''
+    }
+    selectable.entity_tags = chosen
+  }
+  if (!isBoundPrincipal(principal, config.BoundIAMPrincipalARNs, entityDetails)) {
+    throw new InvalidBearerTokenError('its IAM principal is not one this auth method trusts', `the IAM principal ${principal} is not among BoundIAMPrincipalARNs`)
+  }
+  return { selectable, variables }
+}
+
+/** The identity an aws-iam method of this config gives with every field empty (for checking binding rules). */
+export function emptyAwsIamIdentity(config: Readonly<Record<string, unknown>>): Identity {
+  const selectable: Record<string, unknown> = { entity_name: '', entity_id: '', account_id: '' }
+  const variables: Record<string, string> = { entity_name: '', entity_id: '', account_id: '' }
+  if (config.EnableIAMEntityDetails === true) {
+    selectable.entity_path = ''
+    variables.entity_path = ''
+    const tags: Record<string, string> = {}
+    for (const tag of Array.isArray(config.IAMEntityTags) ? (config.IAMEntityTags as string[]) : []) {
+      tags[tag] = ''
+      variables[`entity_tags.${tag}`] = ''
+    }
+    selectable.entity_tags = tags
+  }
+  return { selectable, variables }
+}
