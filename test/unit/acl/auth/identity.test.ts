@@ -94,7 +94,12 @@ describe('auth method identities', () => {
         variables: { 'value.name': '' },
       })
       expect(emptyIdentity('kubernetes', {})?.variables).to.have.keys('serviceaccount.namespace', 'serviceaccount.name', 'serviceaccount.uid')
-      expect(emptyIdentity('aws-iam', {})).to.equal(undefined)
+      expect(emptyIdentity('aws-iam', {})?.variables).to.have.keys('entity_name', 'entity_id', 'account_id')
+      expect(emptyIdentity('aws-iam', { EnableIAMEntityDetails: true, IAMEntityTags: ['team'] })).to.deep.equal({
+        selectable: { entity_name: '', entity_id: '', account_id: '', entity_path: '', entity_tags: { team: '' } },
+        variables: { entity_name: '', entity_id: '', account_id: '', entity_path: '', 'entity_tags.team': '' },
+      })
+      expect(emptyIdentity('no-such-type', {})).to.equal(undefined)
     })
   })
 
