@@ -48,6 +48,9 @@ describe('chaos: a short seeded run against three real nodes', function () {
       durationMs: 20_000,
       nodes: 3,
       clients: 8,
+      // A short run: faults every 1-3 s, so it sees several (npm run chaos waits up to 6 s for longer faults).
+      faultIntervalMsMin: 1_000,
+      faultIntervalMsMax: 3_000,
       signal: controller.signal,
       onRoot: (path) => {
         root = path
