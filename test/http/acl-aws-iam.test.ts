@@ -18,7 +18,8 @@ const CALLERS: Record<string, { arn: string; userId: string }> = {
   'web-session': { arn: `arn:aws:sts::${ACCOUNT}:assumed-role/web-role/i-0abc`, userId: 'AROAWEB:i-0abc' },
   'alice-keys': { arn: `arn:aws:iam::${ACCOUNT}:user/alice`, userId: 'AIDAALICE' },
   'other-session': { arn: `arn:aws:sts::${ACCOUNT}:assumed-role/other-role/i-0def`, userId: 'AROAOTHER:i-0def' },
-  'api-session': { arn: `arn:aws:sts::${ACCOUNT}:assumed-role/api/i-0123`, userId: 'AROAAPI' },
+  // An assumed role's UserId is the role's ID and the session name (what STS answers).
+  'api-session': { arn: `arn:aws:sts::${ACCOUNT}:assumed-role/api/i-0123`, userId: 'AROAAPI:i-0123' },
 }
 
 /** iam:GetRole answers, by role name. */
@@ -65,6 +66,8 @@ describe('login through aws-iam auth methods', function () {
   let aws: Double
   /** What reached the stand-in: the Host each request was signed for, its path and body. */
   const received: Array<{ host: unknown; path: string; body: unknown }> = []
+  /** Headers of the last request that reached the stand-in. */
+  let lastHeaders: Record<string, unknown> = {}
 
   function login(method: string, token: string) {
     return agent.request('POST', '/v1/acl/login', { token: null, body: { AuthMethod: method, BearerToken: token } })
@@ -79,6 +82,7 @@ describe('login through aws-iam auth methods', function () {
   before(async () => {
     aws = await startDouble(undefined, (method, path, body, headers) => {
       received.push({ host: headers.host, path, body })
+      lastHeaders = headers
       const caller = CALLERS[String(headers['x-amz-security-token'] ?? '')]
       const xml = (text: string) => ({ status: 200, contentType: 'text/xml', body: text })
       if (method !== 'POST' || caller === undefined) {
@@ -154,6 +158,21 @@ describe('login through aws-iam auth methods', function () {
     expectError(await login('aws', bearerToken({ headers: serverId('stolen') })), 403, 'permission_denied')
   })
 
+  it('checks the server ID it sends: two spellings of the header are one header, and only signed headers go out', async () => {
+    // Go's http.Header merges spellings; Node would send the last one. Merged, "warden.test,dev" is not the server ID.
+    const twice = serverId('web-session', { 'x-service-iam-serverid': ['dev'] })
+    expectError(await login('aws', bearerToken({ headers: twice })), 403, 'permission_denied')
+    const decoy = { ...serverId('web-session'), authorization: ['AWS4-HMAC-SHA256 SignedHeaders=x-service-iam-serverid, Signature=00'] }
+    expectError(await login('aws', bearerToken({ headers: decoy })), 403, 'permission_denied')
+    // Unsigned extras, framing headers above all, never reach STS.
+    const extras = serverId('web-session', { 'Transfer-Encoding': ['chunked'], 'X-Unsigned': ['1'] })
+    const response = await login('aws', bearerToken({ headers: extras }))
+    expect(response.status, response.text).to.equal(200)
+    expect(lastHeaders).to.not.have.property('x-unsigned')
+    expect(lastHeaders['transfer-encoding']).to.equal(undefined)
+    expect(lastHeaders['x-service-iam-serverid']).to.equal('warden.test')
+  })
+
   it('refuses, without asking STS, a request that is not exactly a signed sts:GetCallerIdentity for this cluster', async () => {
     const before = received.length
     const cases: Array<[string, string]> = [
@@ -172,9 +191,11 @@ describe('login through aws-iam auth methods', function () {
       expect(response.status, `${what}: ${response.text}`).to.equal(403)
       expectError(response, 403, 'permission_denied')
     }
-    // Without STSEndpoint, only an STS host is contacted.
-    expectError(await login('aws-public', bearerToken({ url: 'https://sts.evil.test/', headers: signedHeaders('web-session') })), 403, 'permission_denied')
-    expectError(await login('aws-public', bearerToken({ url: aws.url, headers: signedHeaders('web-session') })), 403, 'permission_denied')
+    // Only https://<an STS host>/ is contacted, with or without STSEndpoint.
+    for (const url of ['https://sts.evil.test/', aws.url, 'http://sts.amazonaws.com/', 'https://sts.amazonaws.com:8443/', 'https://sts.amazonaws.com/x', 'https://sts.amazonaws.com/?Action=x']) {
+      expectError(await login('aws-public', bearerToken({ url, headers: signedHeaders('web-session') })), 403, 'permission_denied')
+      expectError(await login('aws', bearerToken({ url, headers: serverId('web-session') })), 403, 'permission_denied')
+    }
     expect(received.length, 'a refused request reached STS').to.equal(before)
   })
 

@@ -5,8 +5,9 @@
  * headers a JSON object of lists). warden checks that it is that request and nothing else, sends it to STS (which
  * checks the signature), and takes the identity STS answers with. warden holds no AWS credentials.
  *
- * - Only POST to an STS host (`sts.*.amazonaws.com`, `sts-fips.*`), unless STSEndpoint names where to send it; the
- *   signed Host header and path are kept either way, so the endpoint cannot be used to forward other requests.
+ * - Only a POST to https://<an STS host>/ (`sts.amazonaws.com`, `sts.<region>.amazonaws.com`, -fips), sent there or
+ *   to STSEndpoint with the signed Host and path kept, and with only Authorization and the signed headers: the
+ *   endpoint cannot be used to forward other requests.
  * - The body is `Action=GetCallerIdentity` (and a Version), nothing else; an `X-Amz-*` header outside the signing
  *   ones (and AllowedSTSHeaderValues) is refused.
  * - With ServerIDHeaderValue, the request must carry `X-Service-IAM-ServerID` with that value, and have signed it:
@@ -34,6 +35,8 @@ export const GET_ENTITY_BODY_HEADER = 'X-Service-IAM-GetEntity-Body'
 const SIGNING_HEADERS = ['X-Amz-Algorithm', 'X-Amz-Content-Sha256', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Security-Token', 'X-Amz-Signature', 'X-Amz-SignedHeaders']
 /** Retries of a request STS or IAM answered with 5xx or could not take; MaxRetries asks for more, up to this. */
 const RETRIES_MAX = 10
+/** STS's and IAM's answers are well under this. */
+const RESPONSE_BYTES_MAX = 64 * 1024
 /** A bearer token is a few KiB; anything far beyond is refused before it is decoded. */
 const BEARER_TOKEN_CHARS_MAX = 64 * 1024
 
@@ -66,10 +69,9 @@ function canonicalHeader(name: string): string {
     .join('-')
 }
 
+/** A header's values; `headers` holds canonical names only (parseHeaders). */
 function headerValues(headers: Headers, name: string): string[] {
-  const wanted = name.toLowerCase()
-  for (const [key, values] of Object.entries(headers)) if (key.toLowerCase() === wanted) return values
-  return []
+  return Object.hasOwn(headers, canonicalHeader(name)) ? headers[canonicalHeader(name)]! : []
 }
 
 function decodeBase64(value: unknown, field: string): string {
@@ -85,11 +87,15 @@ function parseHeaders(json: string, field: string): Headers {
     throw new InvalidBearerTokenError(`${field} is not a JSON object of headers`)
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidBearerTokenError(`${field} is not a JSON object of headers`)
+  // Names that differ only in case are one header, their values merged in order, as Go's http.Header.Add merges
+  // them: what is checked here is what is sent (Node would send only the last of two spellings).
   const headers: Headers = {}
   for (const [name, value] of Object.entries(parsed as Record<string, unknown>)) {
     const values = Array.isArray(value) ? value : [value]
     if (!values.every((item) => typeof item === 'string')) throw new InvalidBearerTokenError(`${field} holds a header that is not a string or a list of strings`)
-    headers[name] = values as string[]
+    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) throw new InvalidBearerTokenError(`${field} holds a header name that is not a token`)
+    const canonical = canonicalHeader(name)
+    headers[canonical] = [...(headers[canonical] ?? []), ...(values as string[])]
   }
   return headers
 }
@@ -104,9 +110,15 @@ function parseUrl(text: string, field: string): URL {
   throw new InvalidBearerTokenError(`${field} is not a URL`)
 }
 
-/** An AWS host of `service` (`sts` or `iam`): `<service>.amazonaws.com`, `<service>.<region>.amazonaws.com`, or -fips. */
-function isAwsHost(host: string, service: string): boolean {
-  return host.endsWith('.amazonaws.com') && (host.startsWith(`${service}.`) || host.startsWith(`${service}-fips.`))
+/**
+ * Whether a signed request is addressed to AWS's `service` (`sts` or `iam`): https on the default port, path `/`, no
+ * query, host `<service>.amazonaws.com`, `<service>.<region>.amazonaws.com`, or their -fips forms (also `.com.cn`).
+ * Checked whether or not an endpoint is configured: the signed Host travels to it, and a host-routing endpoint must
+ * not be steered to another service.
+ */
+function isAwsServiceUrl(url: URL, service: string): boolean {
+  const host = new RegExp(`^${service}(-fips)?(\\.[a-z0-9-]+)?\\.amazonaws\\.com(\\.cn)?$`)
+  return url.protocol === 'https:' && url.port === '' && url.pathname === '/' && url.search === '' && url.username === '' && host.test(url.hostname)
 }
 
 /**
@@ -158,22 +170,42 @@ function checkServerId(request: SignedRequest, expected: string): void {
   const given = headerValues(request.headers, SERVER_ID_HEADER).join(',')
   if (given === '') throw new InvalidBearerTokenError(`it lacks the header ${SERVER_ID_HEADER}`)
   if (given !== expected) throw new InvalidBearerTokenError(`its ${SERVER_ID_HEADER} is not this auth method's`, `its ${SERVER_ID_HEADER} is ${JSON.stringify(given)}, not ${JSON.stringify(expected)}`)
-  const authorization = headerValues(request.headers, 'Authorization').join(',')
-  if (authorization === '') throw new InvalidBearerTokenError('it lacks the Authorization header')
-  const signed = /SignedHeaders=([^,]+)/.exec(authorization)?.[1]?.split(';') ?? []
+  const signed = signedHeaderNames(request)
   if (!signed.includes(SERVER_ID_HEADER.toLowerCase())) throw new InvalidBearerTokenError(`its ${SERVER_ID_HEADER} header was not signed`)
 }
 
-/** Sends a signed request where it goes (or to the configured endpoint, keeping its Host and path); answers its XML. */
+/** The one Authorization header of a SigV4-signed request, and the header names it lists as signed (lower case). */
+function signedHeaderNames(request: SignedRequest): string[] {
+  const authorization = headerValues(request.headers, 'Authorization')
+  if (authorization.length !== 1) throw new InvalidBearerTokenError(authorization.length === 0 ? 'it lacks the Authorization header' : 'it has more than one Authorization header')
+  const lists = [...authorization[0]!.matchAll(/SignedHeaders=([^,\s]+)/g)]
+  if (lists.length !== 1) throw new InvalidBearerTokenError('its Authorization header does not list the signed headers once')
+  return lists[0]![1]!.split(';')
+}
+
+/** Never forwarded, signed or not: they would change how the request is framed or carried, not what it says. */
+const HOP_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'expect', 'proxy-authorization', 'proxy-connection'])
+
+/**
+ * Sends a signed request where it goes (or to the configured endpoint, keeping its Host and path); answers its XML.
+ * Only Authorization and the headers the signature covers go out: AWS checks nothing else, and nothing else from the
+ * caller should reach the endpoint.
+ */
 async function send(what: string, request: SignedRequest, endpoint: string | undefined, retries: number): Promise<string> {
   const target = endpoint === undefined || endpoint === '' ? request.url.href : `${endpoint.replace(/\/+$/, '')}${request.url.pathname}${request.url.search}`
+  const signed = new Set(signedHeaderNames(request))
   const headers: Record<string, string | string[]> = {}
-  for (const [name, values] of Object.entries(request.headers)) if (name.toLowerCase() !== 'content-length') headers[name] = values
+  for (const [name, values] of Object.entries(request.headers)) {
+    const lower = name.toLowerCase()
+    if (HOP_HEADERS.has(lower) || (lower !== 'authorization' && !signed.has(lower))) continue
+    headers[name] = values
+  }
   headers.Host = request.url.host
   for (let attempt = 0; ; attempt++) {
     let answer: { status: number; contentType: string; text: string }
     try {
-      answer = await requestText(what, target, { method: 'POST', headers, payload: Buffer.from(request.body, 'utf8') })
+      // STS and IAM answer a few KiB; a bound far below the general one keeps the XML scan short.
+      answer = await requestText(what, target, { method: 'POST', headers, payload: Buffer.from(request.body, 'utf8'), responseBytesMax: RESPONSE_BYTES_MAX })
     } catch (error) {
       if (attempt < retries) continue
       throw error
@@ -201,7 +233,10 @@ function unescapeXml(text: string): string {
       case 'apos':
         return "'"
       default:
-        return String.fromCodePoint(name.startsWith('#x') ? Number.parseInt(name.slice(2), 16) : Number.parseInt(name.slice(1), 10))
+        {
+          const code = name.startsWith('#x') ? Number.parseInt(name.slice(2), 16) : Number.parseInt(name.slice(1), 10)
+          return code <= 0x10ffff ? String.fromCodePoint(code) : entity
+        }
     }
   })
 }
@@ -256,9 +291,7 @@ export function isBoundPrincipal(arn: string, bound: readonly string[], wildcard
 export async function validateAwsIam(config: AwsIamConfig, bearerToken: string): Promise<Identity> {
   const request = parseBearerToken(bearerToken)
   if (request.method !== 'POST') throw new InvalidBearerTokenError('iam_http_request_method must be POST')
-  if ((config.STSEndpoint ?? '') === '' && !isAwsHost(request.url.hostname, 'sts')) {
-    throw new InvalidBearerTokenError(`iam_request_url is not an STS endpoint (${JSON.stringify(request.url.hostname)})`)
-  }
+  if (!isAwsServiceUrl(request.url, 'sts')) throw new InvalidBearerTokenError(`iam_request_url is not https://<an STS host>/ (${JSON.stringify(request.url.hostname)})`)
   parseBody(request.body, { Action: ['GetCallerIdentity'], Version: undefined }, 'iam_request_body')
   const allowedHeaders = new Set([...SIGNING_HEADERS, ...(config.AllowedSTSHeaderValues ?? []).map(canonicalHeader)])
   for (const name of Object.keys(request.headers)) {
@@ -275,8 +308,8 @@ export async function validateAwsIam(config: AwsIamConfig, bearerToken: string):
       headers: parseHeaders(singleHeader(request.headers, GET_ENTITY_HEADERS_HEADER), GET_ENTITY_HEADERS_HEADER),
       body: singleHeader(request.headers, GET_ENTITY_BODY_HEADER),
     }
-    if ((config.IAMEndpoint ?? '') === '' && !isAwsHost(entityRequest.url.hostname, 'iam')) {
-      throw new InvalidBearerTokenError(`${GET_ENTITY_URL_HEADER} is not an IAM endpoint (${JSON.stringify(entityRequest.url.hostname)})`)
+    if (!isAwsServiceUrl(entityRequest.url, 'iam')) {
+      throw new InvalidBearerTokenError(`${GET_ENTITY_URL_HEADER} is not https://<an IAM host>/ (${JSON.stringify(entityRequest.url.hostname)})`)
     }
     const body = parseBody(entityRequest.body, { Action: ['GetRole', 'GetUser'], RoleName: undefined, UserName: undefined, Version: undefined }, GET_ENTITY_BODY_HEADER)
     entityAction = body.Action!
@@ -306,9 +339,12 @@ export async function validateAwsIam(config: AwsIamConfig, bearerToken: string):
     if (entities.length !== 1) throw new IdentityServiceError(`IAM answered ${entities.length} entities to ${entityAction}, not one`)
     const entity = elements(entities[0]!, kind)[0] ?? ''
     // Only STS's answer vouches for the caller: the entity must be the caller's own.
-    if (element(entity, `${kind}Id`) !== caller.userId) throw new InvalidBearerTokenError(`the ${kind.toLowerCase()} in ${GET_ENTITY_BODY_HEADER} is not the caller's`)
+    // An assumed role's caller ID is `<role ID>:<session name>`; the role's own ID is the part before the colon.
+    const callerEntityId = parsed.type === 'assumed-role' ? caller.userId.split(':')[0]! : caller.userId
+    if (element(entity, `${kind}Id`) !== callerEntityId) throw new InvalidBearerTokenError(`the ${kind.toLowerCase()} in ${GET_ENTITY_BODY_HEADER} is not the caller's`)
     principal = element(entity, 'Arn')
-    const tags: Record<string, string> = {}
+    // No prototype: a tag named __proto__ or constructor is a tag like any other.
+    const tags: Record<string, string> = Object.create(null) as Record<string, string>
     for (const tagList of elements(entity, 'Tags')) {
       const members = elements(tagList, 'member')
       for (const member of members.length > 0 ? members : [tagList]) tags[element(member, 'Key')] = element(member, 'Value')
@@ -318,8 +354,9 @@ export async function validateAwsIam(config: AwsIamConfig, bearerToken: string):
     variables.entity_path = path
     const chosen: Record<string, string> = {}
     for (const tag of config.IAMEntityTags ?? []) {
-      chosen[tag] = tags[tag] ?? ''
-      variables[`entity_tags.${tag}`] = tags[tag] ?? ''
+      const value = Object.hasOwn(tags, tag) ? tags[tag]! : ''
+      chosen[tag] = value
+      variables[`entity_tags.${tag}`] = value
     }
     selectable.entity_tags = chosen
   }
