@@ -11,7 +11,7 @@ import { ANONYMOUS_TOKEN_ID, ANONYMOUS_TOKEN_SECRET } from '../state/builtins.js
 import { recordPrefix, type Table } from '../state/keys.js'
 import type { AclToken } from '../state/records.js'
 import type { StateStore } from '../state/store.js'
-import { getByUnique, getRecord, secretDigest as digestOf, tokenSpec } from '../state/tables.js'
+import { getRecord, secretDigest as digestOf, tokenBySecret as tokenBySecretIndex, tokenSpec } from '../state/tables.js'
 import type { Permissions } from './authorization.js'
 import type { DefaultPolicy } from './authorizer.js'
 import { authorizeToken, type TokenAuthorization } from './token-authorizer.js'
@@ -92,7 +92,7 @@ export class TokenResolver {
   }
 
   async tokenBySecret(secret: string, nowMs: number): Promise<AclToken | undefined> {
-    const token = await getByUnique(this.state.reader, tokenSpec, 'secret', digestOf(secret))
+    const token = await tokenBySecretIndex(this.state.reader, secret)
     if (token === undefined || isExpired(token, nowMs)) return undefined
     return token
   }

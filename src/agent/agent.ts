@@ -12,7 +12,7 @@ import type { Logger } from 'pino'
 import { newUuid, formatTime } from '../lib/ids.js'
 export { UnknownCommandError } from '../state/store.js'
 import { bareToken, COMMAND_VERSION, type TokenCreate } from '../state/commands.js'
-import { getByUnique, getRecord, policySpec, secretDigest, tokenSpec } from '../state/tables.js'
+import { getRecord, policySpec, tokenBySecret } from '../state/tables.js'
 import { GLOBAL_MANAGEMENT_POLICY_ID } from '../state/builtins.js'
 import { startReplica } from './replicas.js'
 import { httpConnectionsFor, openFilesLimit } from './limits.js'
@@ -99,7 +99,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     if (started.singleNodeLogEmpty || (await getRecord(state.reader, policySpec, GLOBAL_MANAGEMENT_POLICY_ID)) === undefined) {
       const bootstrapToken = managementToken === undefined ? undefined : managementTokenRecord(managementToken, 'Initial Management Token', now())
       await replica.propose({ v: COMMAND_VERSION, type: 'acl.init', ...(bootstrapToken === undefined ? {} : { bootstrapToken }) })
-    } else if (managementToken !== undefined && (await getByUnique(state.reader, tokenSpec, 'secret', secretDigest(managementToken))) === undefined) {
+    } else if (managementToken !== undefined && (await tokenBySecret(state.reader, managementToken)) === undefined) {
       // A management token configured after the cluster was created is added, as Consul's leader does.
       await replica.propose({ v: COMMAND_VERSION, type: 'acl.token.ensure', token: managementTokenRecord(managementToken, 'Initial Management Token', now()) })
     }

@@ -8,7 +8,7 @@ import { ANONYMOUS_TOKEN_ID } from './builtins.js'
 import { blake2bBase64 } from './hash.js'
 import { resolvePolicyLinks, resolveRoleLinks } from './links.js'
 import type { AclToken, IdLink, NodeIdentity, ServiceIdentity, TemplatedPolicyLink } from './records.js'
-import { deleteRecord, getByUnique, getRecord, policySpec, roleSpec, secretDigest, tokenSpec, writeRecord } from './tables.js'
+import { deleteRecord, getRecord, policySpec, roleSpec, secretDigest, tokenBySecret, tokenSpec, writeRecord } from './tables.js'
 import type { Txn } from './txn.js'
 
 /** A token's links as stored: policies and roles resolved to IDs. */
@@ -53,7 +53,7 @@ export async function tokenIdsInUse(txn: Txn, input: Pick<TokenCreate, 'Accessor
   if ((await getRecord(txn, tokenSpec, input.AccessorID)) !== undefined) {
     return applyError('invalid_input', 'is already in use', 'AccessorID')
   }
-  if ((await getByUnique(txn, tokenSpec, 'secret', secretDigest(input.SecretID))) !== undefined) {
+  if ((await tokenBySecret(txn, input.SecretID)) !== undefined) {
     return applyError('invalid_input', 'is already in use', 'SecretID')
   }
   return undefined

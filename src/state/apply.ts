@@ -16,7 +16,7 @@ import {
 import { BOOTSTRAP_KEY } from './keys.js'
 import { DEFAULT_NAMESPACE } from './records.js'
 import { encode, decode } from './codec.js'
-import { getByUnique, getRecord, policySpec, secretDigest, tokenSpec } from './tables.js'
+import { getRecord, policySpec, tokenBySecret, tokenSpec } from './tables.js'
 import { cloneToken, createToken, deleteExpiredTokens, deleteToken, updateToken } from './acl-tokens.js'
 import { deletePolicy, deleteRole, setPolicy, setRole } from './acl-policies.js'
 import { createLoginToken } from './acl-login.js'
@@ -117,7 +117,7 @@ async function bootstrap(txn: Txn, token: TokenCreate, index: number): Promise<A
 
 /** The configured initial management token: created if no token has its secret, and then bootstrapping is over. */
 async function ensureToken(txn: Txn, token: TokenCreate, index: number): Promise<ApplyResult> {
-  const existing = await getByUnique(txn, tokenSpec, 'secret', secretDigest(token.SecretID))
+  const existing = await tokenBySecret(txn, token.SecretID)
   if (existing !== undefined) return { ok: true, value: existing }
   const result = await createToken(txn, { ...token, Policies: [{ ID: GLOBAL_MANAGEMENT_POLICY_ID }] }, index)
   if (result.ok && (await txn.get(BOOTSTRAP_KEY)) === undefined) txn.put(BOOTSTRAP_KEY, encode(index))

@@ -40,6 +40,19 @@ export function secretDigest(secret: string): string {
   return createHash('sha256').update(isUuid(secret) ? secret.toLowerCase() : secret, 'utf8').digest('hex')
 }
 
+/**
+ * The token whose secret is `secret`, by its digest. A state written before UUIDs were digested in lower case holds
+ * the digest of a secret as it was given; only a configured initial management token could be stored with upper-case
+ * letters, and it must keep working (and not be created a second time) after an upgrade: a UUID sent with upper-case
+ * letters that is not found is looked for under that older digest too.
+ */
+export async function tokenBySecret(reader: Reader, secret: string): Promise<AclToken | undefined> {
+  const found = await getByUnique(reader, tokenSpec, 'secret', secretDigest(secret))
+  if (found !== undefined || !isUuid(secret) || secret === secret.toLowerCase()) return found
+  const legacy = await getByUnique(reader, tokenSpec, 'secret', createHash('sha256').update(secret, 'utf8').digest('hex'))
+  return legacy?.SecretID === secret ? legacy : undefined
+}
+
 /** Expiry index values sort by time: milliseconds since the epoch, zero-padded. */
 export function expiryValue(expirationTime: string): string {
   return String(Date.parse(expirationTime)).padStart(16, '0')

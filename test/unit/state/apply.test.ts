@@ -15,7 +15,8 @@ import {
   GLOBAL_MANAGEMENT_POLICY_NAME,
   GLOBAL_MANAGEMENT_RULES,
 } from '../../../src/state/builtins.js'
-import { decode } from '../../../src/state/codec.js'
+import { createHash } from 'node:crypto'
+import { decode, encode } from '../../../src/state/codec.js'
 import {
   COMMAND_VERSION,
   type ApplyResult,
@@ -42,6 +43,7 @@ import {
   TABLES,
   tableIndexKey,
   type Table,
+  uniqueKey,
 } from '../../../src/state/keys.js'
 import { configEntryKey } from '../../../src/state/config-entries.js'
 import { LINK_NAME, linkSpec } from '../../../src/state/link.js'
@@ -59,6 +61,7 @@ import {
   policySpec,
   roleSpec,
   secretDigest,
+  tokenBySecret,
   tokenSpec,
 } from '../../../src/state/tables.js'
 import { buildTokenCreate, commands, dump, expectSameContents, indexProblems, type Entry } from '../../support/state.js'
@@ -315,8 +318,12 @@ describe('state: apply', function () {
 
   // Registered before the temp-dir cleanup, so it runs while the store is still open: whatever a test did, the index
   // entries must still describe exactly the records.
+  /** Set by a test that wrote an older build's index on purpose, which today's index check would call a problem. */
+  let olderIndex = false
+
   afterEach(async function () {
-    if (h.store.db.status === 'open') expect(await indexProblems(h.store)).to.deep.equal([])
+    if (h.store.db.status === 'open' && !olderIndex) expect(await indexProblems(h.store)).to.deep.equal([])
+    olderIndex = false
   })
 
   const dirs = useTempDirs()
@@ -405,6 +412,38 @@ describe('state: apply', function () {
       expect(existing.AccessorID).to.equal(accessor(1))
       expect(await h.token(accessor(9))).to.equal(undefined)
       expectSameContents(await dumpWithoutApplied(h.store), before)
+    })
+  })
+
+  describe('a secret indexed before UUIDs were digested in lower case', function () {
+    // What a state written by an older build holds for an initial management token configured in upper case: the
+    // record as given, and the digest of the secret as given.
+    async function legacyToken(): Promise<string> {
+      olderIndex = true
+      await h.ok(cmd.init())
+      const upper = '1C2D3E4F-5A6B-4C7D-8E9F-0A1B2C3D4E0F'
+      const token = await h.ok<AclToken>(cmd.ensure(tokenCreate(1)))
+      const legacy = { ...token, SecretID: upper }
+      await h.store.db.batch([
+        { type: 'del', key: uniqueKey('token', 'secret', secretDigest(token.SecretID)) },
+        { type: 'put', key: recordKey('token', token.AccessorID), value: encode(legacy) },
+        { type: 'put', key: uniqueKey('token', 'secret', createHash('sha256').update(upper, 'utf8').digest('hex')), value: Buffer.from(token.AccessorID) },
+      ])
+      return upper
+    }
+
+    it('is still found by the secret as it was given, and not by another spelling', async function () {
+      const upper = await legacyToken()
+      expect((await tokenBySecret(h.store.reader, upper))?.AccessorID).to.equal(accessor(1))
+      expect(await tokenBySecret(h.store.reader, upper.toLowerCase())).to.equal(undefined)
+    })
+
+    it('is not created a second time by the configured management token, nor taken by a new token', async function () {
+      const upper = await legacyToken()
+      const existing = await h.ok<AclToken>(cmd.ensure(tokenCreate(9, { SecretID: upper })))
+      expect(existing.AccessorID).to.equal(accessor(1))
+      expect(await h.token(accessor(9))).to.equal(undefined)
+      await h.fails(cmd.tokenCreate(tokenCreate(8, { SecretID: upper })), 'invalid_input')
     })
   })
 
