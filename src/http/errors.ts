@@ -37,7 +37,13 @@ export function errorMiddleware(log: Logger, limiter = new LogLimiter()) {
         if (error.code === 'outcome_unknown' || error.code === 'internal') log.warn({ err: error, path: ctx.path }, error.message)
         // What the caller may not see (where an identity service is) but the operator needs to fix it.
         const logDetail = (error as { logDetail?: unknown }).logDetail
-        if (typeof logDetail === 'string') limiter.warn(log, `${error.message}\u0000${logDetail}`, { path: ctx.path, detail: logDetail }, error.message)
+        // Rate-limited by kind of failure: the error, the route and the detail's first two words, which the code
+        // writes. Never by the whole text, which quotes what a caller chose (a JWT's alg or aud, a header): one
+        // anonymous caller could otherwise make every line distinct and flood the log.
+        if (typeof logDetail === 'string') {
+          const kind = logDetail.split(' ', 2).join(' ')
+          limiter.warn(log, `${error.name}\u0000${ctx.method} ${ctx.path}\u0000${kind}`, { path: ctx.path, detail: logDetail }, error.message)
+        }
         return
       }
       // Koa's own errors (a client that hung up, a malformed URL) carry an exposable status below 500.

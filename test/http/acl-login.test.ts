@@ -12,6 +12,7 @@
 import { expect } from 'chai'
 import { exportSPKI, SignJWT, type JWK } from 'jose'
 import { startAgent, type AgentProcess } from '../support/agent.js'
+import { expectErrorShape } from '../support/api.js'
 import { keyPair, makeCertificate, startDouble, type Double, type KeyPair } from '../support/identity-doubles.js'
 
 const ISSUER = 'https://issuer.test'
@@ -217,6 +218,17 @@ describe('login and logout through auth methods', function () {
       const response = await login('static', await jwt({ sub: 'admin' }, { key: stranger }))
       expect(response.status, response.text).to.equal(403)
       expect(response.body.Error).to.equal("Permission denied: invalid bearer token: the signature does not verify with the auth method's keys")
+    })
+
+    it('logs a kind of refusal once per interval, however the caller varies what it sends', async () => {
+      const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url')
+      for (let n = 0; n < 20; n++) {
+        const token = `${b64({ alg: `XA${n}`, kid: 'a' })}.${b64({ sub: 'web' })}.c2ln`
+        expectErrorShape(await login('jwks', token), 403, 'permission_denied')
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      const lines = agent.logs.filter((line) => line.includes('signing algorithm \\"XA'))
+      expect(lines.length, lines.join('\n')).to.equal(1)
     })
 
     it("tells a caller without a token why, but not the auth method's settings; the log has them", async () => {
