@@ -124,14 +124,16 @@ export function validateRaftConfig(config: RaftConfig): string[] {
     problems.push(`heartbeatIntervalTicks (${config.heartbeatIntervalTicks}) must be below electionTimeoutTicks (${config.electionTimeoutTicks})`)
   }
   const leaseTicks = config.leaseTicks ?? defaultLeaseTicks(config.electionTimeoutTicks)
-  if (leaseTicks >= config.electionTimeoutTicks || leaseTicks < 1) {
-    problems.push(`leaseTicks (${leaseTicks}) must be at least 1 and below electionTimeoutTicks (${config.electionTimeoutTicks})`)
+  // A voter's window may close electionTimeoutTicks - 1 ticks after it took the heartbeat (its first tick can come
+  // right after), while the lease runs in real time from the send: one tick of margin at least.
+  if (leaseTicks > config.electionTimeoutTicks - 2 || leaseTicks < 1) {
+    problems.push(`leaseTicks (${leaseTicks}) must be at least 1 and at most electionTimeoutTicks - 2 (${config.electionTimeoutTicks - 2})`)
   }
   return problems
 }
 
 function defaultLeaseTicks(electionTimeoutTicks: number): number {
-  return Math.floor(electionTimeoutTicks * 0.8)
+  return Math.max(1, Math.min(Math.floor(electionTimeoutTicks * 0.8), electionTimeoutTicks - 2))
 }
 
 export type RequestError =

@@ -36,9 +36,10 @@ import { NONCE_BYTES, PROOF_BYTES } from './frames.js'
 
 export type Direction = 'dialer' | 'acceptor'
 
+/** Versioned with the protocol: a proof made under one version is never a proof under another. */
 const LABEL: Record<Direction, Buffer> = {
-  dialer: Buffer.from('warden/peer/v1 dialer proof'),
-  acceptor: Buffer.from('warden/peer/v1 acceptor proof'),
+  dialer: Buffer.from('warden/peer/v2 dialer proof'),
+  acceptor: Buffer.from('warden/peer/v2 acceptor proof'),
 }
 
 export interface HandshakeTranscript {

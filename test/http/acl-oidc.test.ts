@@ -211,6 +211,22 @@ describe('OIDC browser login', function () {
     expect(again.body.Error).to.include('would not redeem the authorization code (400, invalid_grant)')
   })
 
+  it("refuses a callback whose redirect URI the method no longer allows, and a client nonce that is too long", async () => {
+    const { state, code } = await startLogin({ redirectUri: UI_REDIRECT })
+    await signCodes()
+    const method = (await agent.request('GET', '/v1/acl/auth-method/sso')).body
+    await put('/v1/acl/auth-method/sso', { ...method, Config: { ...method.Config, AllowedRedirectURIs: [CLI_REDIRECT] } })
+    try {
+      const response = await callback({ AuthMethod: 'sso', State: state, Code: code, ClientNonce: 'client-nonce-1' })
+      expectError(response, 403, 'permission_denied')
+      expect(response.body.Error).to.include('no longer allowed')
+      expect(codes.has(code), 'the code went to the provider').to.equal(true)
+    } finally {
+      await put('/v1/acl/auth-method/sso', method)
+    }
+    expectError(await authUrl({ AuthMethod: 'sso', RedirectURI: CLI_REDIRECT, ClientNonce: 'n'.repeat(257) }), 400, 'invalid_input', 'ClientNonce')
+  })
+
   it('refuses a login that binds nothing, like any login', async () => {
     const { state, code } = await startLogin({ claims: { groups: ['sales'] } })
     await signCodes()

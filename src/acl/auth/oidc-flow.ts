@@ -11,7 +11,7 @@
  * Not done, and said in the README: the provider's userinfo endpoint is not read (claims come from the ID token
  * alone), and PKCE and private-key client assertions are not offered.
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { InvalidInputError } from '../../lib/errors.js'
 import type { AclAuthMethod } from '../../state/records.js'
 import { IdentityServiceError, OidcLoginError, loggableUrl } from './errors.js'
@@ -47,6 +47,11 @@ export function validRedirect(uri: string, allowed: readonly string[]): boolean 
       return false
     }
   })
+}
+
+/** Compared in constant time (by digest, so lengths need not match): the client nonce binds a login to its client. */
+function sameText(a: string, b: string): boolean {
+  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest())
 }
 
 function oidcConfig(method: AclAuthMethod): OidcConfig {
@@ -107,7 +112,9 @@ export function openCallbackState(method: AclAuthMethod, sealed: string, clientN
   const state = sealer.open(sealed, nowMs)
   if (state === undefined) throw new OidcLoginError('the state is unknown, changed or expired; start the login again')
   if (state.method !== method.Name || state.namespace !== method.Namespace) throw new OidcLoginError('the state belongs to another auth method')
-  if (state.clientNonce !== clientNonce) throw new OidcLoginError('the client nonce is not the one the login started with')
+  if (!sameText(state.clientNonce, clientNonce)) throw new OidcLoginError('the client nonce is not the one the login started with')
+  // The method may have changed since the login started: its redirect URIs are what count now.
+  if (!validRedirect(state.redirectUri, oidcConfig(method).AllowedRedirectURIs ?? [])) throw new OidcLoginError("the login's redirect URI is no longer allowed")
   return state
 }
 

@@ -19,7 +19,7 @@ export const OIDC_STATE_TTL_MS = 10 * 60_000
 const IV_BYTES = 12
 const TAG_BYTES = 16
 /** Sealed states are parsed only up to this length: a caller cannot make a node decrypt megabytes. */
-export const OIDC_STATE_CHARS_MAX = 8192
+export const OIDC_STATE_CHARS_MAX = 16_384
 const HKDF_SALT = Buffer.from('warden/oidc-state/v1')
 
 /** What the auth-URL call decided and the callback needs. */

@@ -132,14 +132,14 @@ async function issueLoginToken(ctx: ApiContext, method: AclAuthMethod, identity:
 }
 
 /** Meta of an OIDC login travels in its sealed state, through the provider and the browser's address bar. */
-const OIDC_META_CHARS_MAX = 2048
+const OIDC_META_BYTES_MAX = 2048
 
 const authUrlSchema: Schema = {
   type: 'object',
   properties: {
     AuthMethod: { type: 'string' },
-    RedirectURI: { type: 'string' },
-    ClientNonce: { type: 'string' },
+    RedirectURI: { type: 'string', maxLength: 2048 },
+    ClientNonce: { type: 'string', maxLength: 256 },
     Meta: { type: 'object', additionalProperties: { type: 'string' }, maxProperties: META_PAIRS_MAX },
     Namespace: { type: 'string' },
   },
@@ -152,8 +152,8 @@ const callbackSchema: Schema = {
   properties: {
     AuthMethod: { type: 'string' },
     State: { type: 'string' },
-    Code: { type: 'string' },
-    ClientNonce: { type: 'string' },
+    Code: { type: 'string', maxLength: 4096 },
+    ClientNonce: { type: 'string', maxLength: 256 },
     Namespace: { type: 'string' },
   },
   required: ['AuthMethod', 'State', 'Code'],
@@ -176,8 +176,8 @@ async function oidcAuthUrlRoute(ctx: ApiContext): Promise<void> {
   requireOidc(method)
   if (body.RedirectURI === '') throw new InvalidInputError('RedirectURI', 'is required')
   const meta = checkMeta(body.Meta)
-  if (meta !== undefined && JSON.stringify(meta).length > OIDC_META_CHARS_MAX) {
-    throw new InvalidInputError('Meta', `is at most ${OIDC_META_CHARS_MAX} characters as JSON in an OIDC login (it travels in the state)`)
+  if (meta !== undefined && Buffer.byteLength(JSON.stringify(meta), 'utf8') > OIDC_META_BYTES_MAX) {
+    throw new InvalidInputError('Meta', `is at most ${OIDC_META_BYTES_MAX} bytes as JSON in an OIDC login (it travels in the state)`)
   }
   const { now, oidcStates } = ctx.state.app
   const request = { redirectUri: body.RedirectURI, clientNonce: body.ClientNonce ?? '', ...(meta === undefined ? {} : { meta }) }

@@ -4,7 +4,8 @@
  * server can be elected before it expires.
  */
 import { expect } from 'chai'
-import { newNode, TestNetwork } from './support.js'
+import { validateRaftConfig } from '../../../src/raft/raft-core.js'
+import { BASE_CONFIG, newNode, TestNetwork } from './support.js'
 
 describe('raft: reads', function () {
   describe('ReadIndex (Thesis §6.4)', function () {
@@ -127,6 +128,19 @@ describe('raft: reads', function () {
       expect(leader.core.leaseRead()).to.not.equal(null)
       leader.core.transferLeadership('b')
       expect(leader.core.leaseRead()).to.equal(null)
+    })
+
+    it('keeps a tick of margin below the election timeout, by default and when configured', function () {
+      // A voter's window may close electionTimeoutTicks - 1 ticks after the heartbeat reached it.
+      expect(validateRaftConfig({ ...BASE_CONFIG, id: 'a', voters: ['a'], electionTimeoutTicks: 10, leaseTicks: 9 })).to.have.length(1)
+      expect(validateRaftConfig({ ...BASE_CONFIG, id: 'a', voters: ['a'], electionTimeoutTicks: 10, leaseTicks: 8 })).to.deep.equal([])
+      for (const electionTimeoutTicks of [3, 4, 5, 10, 20]) {
+        const network = TestNetwork.of(['a', 'b', 'c'], { checkQuorum: true, electionTimeoutTicks })
+        network.elect('a')
+        const sentAt = network.node('a').status.tick
+        network.tickAll(1)
+        expect(network.node('a').core.leaseValidUntilTick() - (sentAt + 1), `electionTimeoutTicks ${electionTimeoutTicks}`).to.be.at.most(electionTimeoutTicks - 2)
+      }
     })
 
     it('needs CheckQuorum: without it no lease is held', function () {
