@@ -83,6 +83,8 @@ describe('OIDC browser login', function () {
       if (method === 'POST' && path === '/token') {
         tokenRequests.push({ authorization: headers.authorization, form: body })
         if (headers.authorization !== `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString('base64')}`) return { status: 401, body: { error: 'invalid_client' } }
+        // A provider that takes its time: such codes are refused, late.
+        if (String(body?.code).startsWith('slow-')) return { status: 400, body: { error: 'invalid_grant' }, delayMs: 1_500 }
         const grant = codes.get(body?.code)
         // A code is redeemed once, for the redirect URI it was issued with (RFC 6749 4.1.3).
         if (body?.grant_type !== 'authorization_code' || grant === undefined || grant.redirectUri !== body.redirect_uri) return { status: 400, body: { error: 'invalid_grant' } }
@@ -225,6 +227,21 @@ describe('OIDC browser login', function () {
       await put('/v1/acl/auth-method/sso', method)
     }
     expectError(await authUrl({ AuthMethod: 'sso', RedirectURI: CLI_REDIRECT, ClientNonce: 'n'.repeat(257) }), 400, 'invalid_input', 'ClientNonce')
+  })
+
+  it('lets at most 32 logins per method wait on the provider at once; the others are told to retry', async () => {
+    const { state } = await startLogin()
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, n) => callback({ AuthMethod: 'sso', State: state, Code: `slow-${n}`, ClientNonce: 'client-nonce-1' })),
+    )
+    const statuses = answers.map((answer) => answer.status)
+    expect(statuses.filter((status) => status === 429)).to.have.length(8)
+    expect(statuses.filter((status) => status === 403)).to.have.length(32)
+    for (const answer of answers.filter((answer) => answer.status === 429)) expectError(answer, 429, 'rate_limited')
+    // Once they are answered, logins go through again.
+    const next = await startLogin()
+    await signCodes()
+    expect((await callback({ AuthMethod: 'sso', State: next.state, Code: next.code, ClientNonce: 'client-nonce-1' })).status).to.equal(200)
   })
 
   it('refuses a login that binds nothing, like any login', async () => {

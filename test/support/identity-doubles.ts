@@ -46,7 +46,7 @@ export function makeCertificate(): { cert: string; key: string } {
 export async function startDouble(
   /** Without a certificate, plain HTTP. */
   tls: { cert: string; key: string } | undefined,
-  handle: (method: string, path: string, body: any, headers: Record<string, unknown>) => { status: number; body: unknown; contentType?: string },
+  handle: (method: string, path: string, body: any, headers: Record<string, unknown>) => { status: number; body: unknown; contentType?: string; delayMs?: number },
 ): Promise<Double> {
   const serve = (request: IncomingMessage, response: ServerResponse): void => {
     const chunks: Buffer[] = []
@@ -57,8 +57,13 @@ export async function startDouble(
       const body = text === '' ? undefined : form ? Object.fromEntries(new URLSearchParams(text)) : JSON.parse(text)
       const answer = handle(request.method ?? 'GET', request.url ?? '/', body, request.headers)
       // JSON unless the handler names another type, for which its body is the text as sent (STS answers XML).
-      response.writeHead(answer.status, { 'Content-Type': answer.contentType ?? 'application/json' })
-      response.end(answer.contentType === undefined ? JSON.stringify(answer.body) : String(answer.body))
+      const send = (): void => {
+        response.writeHead(answer.status, { 'Content-Type': answer.contentType ?? 'application/json' })
+        response.end(answer.contentType === undefined ? JSON.stringify(answer.body) : String(answer.body))
+      }
+      // A slow service: the answer leaves after delayMs (closeAllConnections at close ends any still waiting).
+      if (answer.delayMs === undefined) send()
+      else setTimeout(send, answer.delayMs).unref()
     })
   }
   const server = tls === undefined ? createHttpServer(serve) : createServer(tls, serve)

@@ -83,6 +83,33 @@ function checkMeta(meta: Record<string, string> | undefined): Record<string, str
   return meta
 }
 
+/**
+ * Logins through one auth method that may wait on its identity service at once (JWKS, discovery, TokenReview, an
+ * OIDC token endpoint, STS). Logins need no token: without a bound, anyone could keep thousands of requests open to
+ * a provider in warden's name, with the method's client secret, until the provider throttled every login.
+ */
+export const IDENTITY_CALLS_PER_METHOD_MAX = 32
+
+const identityCalls = new WeakMap<object, Map<string, number>>()
+
+async function withIdentityService<T>(ctx: ApiContext, method: AclAuthMethod, call: () => Promise<T>): Promise<T> {
+  let counts = identityCalls.get(ctx.state.app.state)
+  if (counts === undefined) identityCalls.set(ctx.state.app.state, (counts = new Map()))
+  const key = nsKey(method.Namespace, method.Name)
+  const inFlight = counts.get(key) ?? 0
+  if (inFlight >= IDENTITY_CALLS_PER_METHOD_MAX) {
+    throw new WardenError('rate_limited', `too many logins through auth method "${method.Name}" are waiting on its identity service (at most ${IDENTITY_CALLS_PER_METHOD_MAX}); retry later`)
+  }
+  counts.set(key, inFlight + 1)
+  try {
+    return await call()
+  } finally {
+    const left = (counts.get(key) ?? 1) - 1
+    if (left === 0) counts.delete(key)
+    else counts.set(key, left)
+  }
+}
+
 /** The auth method a login names, in the namespace the request names; an unknown one is Consul's "ACL not found". */
 async function authMethodOf(ctx: ApiContext, body: { AuthMethod: string; Namespace?: string }): Promise<AclAuthMethod> {
   if (body.AuthMethod === '') throw new InvalidInputError('AuthMethod', 'is required')
@@ -97,7 +124,7 @@ async function login(ctx: ApiContext): Promise<void> {
   const method = await authMethodOf(ctx, body)
   if (body.BearerToken === '') throw new InvalidInputError('BearerToken', 'is required')
   const meta = checkMeta(body.Meta)
-  const identity = await verifyBearerToken(method, body.BearerToken, ctx.state.app.now())
+  const identity = await withIdentityService(ctx, method, () => verifyBearerToken(method, body.BearerToken, ctx.state.app.now()))
   await issueLoginToken(ctx, method, identity, meta)
 }
 
@@ -181,7 +208,7 @@ async function oidcAuthUrlRoute(ctx: ApiContext): Promise<void> {
   }
   const { now, oidcStates } = ctx.state.app
   const request = { redirectUri: body.RedirectURI, clientNonce: body.ClientNonce ?? '', ...(meta === undefined ? {} : { meta }) }
-  ctx.body = { AuthURL: await oidcAuthUrl(method, request, oidcStates, now()) }
+  ctx.body = { AuthURL: await withIdentityService(ctx, method, () => oidcAuthUrl(method, request, oidcStates, now())) }
 }
 
 /** POST /v1/acl/oidc/callback: the provider's state and code, redeemed for a token, as a login. No ACL needed. */
@@ -192,7 +219,7 @@ async function oidcCallbackRoute(ctx: ApiContext): Promise<void> {
   if (body.Code === '') throw new InvalidInputError('Code', 'is required')
   const { now, oidcStates } = ctx.state.app
   const state = openCallbackState(method, body.State, body.ClientNonce ?? '', oidcStates, now())
-  const identity = await oidcIdentity(method, state, body.Code, now())
+  const identity = await withIdentityService(ctx, method, () => oidcIdentity(method, state, body.Code, now()))
   await issueLoginToken(ctx, method, identity, state.meta)
 }
 
