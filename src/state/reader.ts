@@ -6,7 +6,6 @@
 import { Level } from 'level'
 import { decode } from './codec.js'
 import { prefixEnd } from './keys.js'
-import { LEVEL_WRITE_BUFFER_BYTES } from '../lib/level-options.js'
 
 export type StateDb = Level<string, Buffer>
 
@@ -21,12 +20,7 @@ export const STATE_OPEN_FILES = 64
 
 /** Opens (creating if needed) a state database: the live one, or a snapshot being received. */
 export async function openStateDb(directory: string): Promise<StateDb> {
-  const db: StateDb = new Level<string, Buffer>(directory, {
-    keyEncoding: 'utf8',
-    valueEncoding: 'buffer',
-    maxOpenFiles: STATE_OPEN_FILES,
-    writeBufferSize: LEVEL_WRITE_BUFFER_BYTES,
-  })
+  const db: StateDb = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer', maxOpenFiles: STATE_OPEN_FILES })
   await db.open()
   return db
 }

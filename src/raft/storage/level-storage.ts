@@ -9,7 +9,6 @@
  * Concurrency: one writer (the driver's loop), one write at a time; reads are synchronous on the mirror.
  */
 import { Level } from 'level'
-import { LEVEL_WRITE_BUFFER_BYTES } from '../../lib/level-options.js'
 import { Packr } from 'msgpackr'
 import { assert } from '../../lib/assert.js'
 import type { LogReader } from '../log-reader.js'
@@ -46,7 +45,7 @@ export class LevelRaftStorage implements LogReader {
   }
 
   static async open(directory: string): Promise<LevelRaftStorage> {
-    const db = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer', writeBufferSize: LEVEL_WRITE_BUFFER_BYTES })
+    const db = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer' })
     await db.open()
     const mirror = new MemoryStorage()
     const snapshotBytes = await db.get(SNAPSHOT_KEY)
