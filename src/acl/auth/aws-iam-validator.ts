@@ -294,9 +294,9 @@ export async function validateAwsIam(config: AwsIamConfig, bearerToken: string):
   if (!isAwsServiceUrl(request.url, 'sts')) throw new InvalidBearerTokenError(`iam_request_url is not https://<an STS host>/ (${JSON.stringify(request.url.hostname)})`)
   parseBody(request.body, { Action: ['GetCallerIdentity'], Version: undefined }, 'iam_request_body')
   const allowedHeaders = new Set([...SIGNING_HEADERS, ...(config.AllowedSTSHeaderValues ?? []).map(canonicalHeader)])
+  // Names are canonical already (parseHeaders).
   for (const name of Object.keys(request.headers)) {
-    const canonical = canonicalHeader(name)
-    if (canonical.startsWith('X-Amz-') && !allowedHeaders.has(canonical)) throw new InvalidBearerTokenError(`iam_request_headers has the header ${canonical}, which is not allowed`)
+    if (name.startsWith('X-Amz-') && !allowedHeaders.has(name)) throw new InvalidBearerTokenError(`iam_request_headers has the header ${name}, which is not allowed`)
   }
   const entityDetails = config.EnableIAMEntityDetails === true
   let entityRequest: SignedRequest | undefined

@@ -66,11 +66,7 @@ export interface ClaimChecks {
 export async function validateJwt(config: JwtConfig, bearerToken: string, nowMs: number, caches: KeyCaches = sharedKeyCaches): Promise<Identity> {
   const header = protectedHeader(bearerToken)
   const discovery = nonEmpty(config.OIDCDiscoveryURL)
-  const allowed = (config.JWTSupportedAlgs ?? []).length > 0 ? (config.JWTSupportedAlgs as JWSAlgorithm[]) : discovery ? ['RS256'] : ASYMMETRIC_ALGORITHMS
-  if (typeof header.alg !== 'string' || !allowed.includes(header.alg)) {
-    const alg = JSON.stringify(header.alg ?? null)
-    throw new InvalidBearerTokenError(`signing algorithm ${alg} is not allowed`, `signing algorithm ${alg} is not allowed (allowed: ${allowed.join(', ')})`)
-  }
+  const allowed = allowedAlgorithms(config, discovery ? ['RS256'] : ASYMMETRIC_ALGORITHMS, header)
   let payload: Uint8Array
   let issuer = nonEmpty(config.BoundIssuer) ? config.BoundIssuer : undefined
   if (discovery) {
@@ -130,11 +126,7 @@ export async function validateIdToken(
   caches: KeyCaches = sharedKeyCaches,
 ): Promise<Identity> {
   const header = protectedHeader(idToken)
-  const allowed = (config.JWTSupportedAlgs ?? []).length > 0 ? (config.JWTSupportedAlgs as JWSAlgorithm[]) : (['RS256'] as JWSAlgorithm[])
-  if (typeof header.alg !== 'string' || !allowed.includes(header.alg)) {
-    const alg = JSON.stringify(header.alg ?? null)
-    throw new InvalidBearerTokenError(`signing algorithm ${alg} is not allowed`, `signing algorithm ${alg} is not allowed (allowed: ${allowed.join(', ')})`)
-  }
+  const allowed = allowedAlgorithms(config, ['RS256'], header)
   const payload = await caches.jwks.verify(idToken, { url: provider.jwksUri, ...withCa(config.OIDCDiscoveryCACert) }, allowed)
   const claims = parseClaims(payload)
   const bound = config.BoundAudiences ?? []
@@ -156,15 +148,30 @@ export async function validateIdToken(
   return jwtIdentity(claims, config.ClaimMappings, config.ListClaimMappings)
 }
 
+/**
+ * The algorithms a token may be signed with (JWTSupportedAlgs, else `defaults`); refuses a token whose header names
+ * another. The caller is told which algorithm was refused, the log which ones are allowed (a setting).
+ */
+function allowedAlgorithms(config: JwtConfig, defaults: readonly JWSAlgorithm[], header: { alg?: unknown }): JWSAlgorithm[] {
+  const allowed = (config.JWTSupportedAlgs ?? []).length > 0 ? (config.JWTSupportedAlgs as JWSAlgorithm[]) : [...defaults]
+  if (typeof header.alg !== 'string' || !allowed.includes(header.alg)) {
+    const alg = JSON.stringify(header.alg ?? null)
+    throw new InvalidBearerTokenError(`signing algorithm ${alg} is not allowed`, `signing algorithm ${alg} is not allowed (allowed: ${allowed.join(', ')})`)
+  }
+  return allowed
+}
+
 function nonEmpty(value: string | undefined): boolean {
   return value !== undefined && value !== ''
 }
 
-function caOf(caCert: string | undefined): string | undefined {
+/** A CA certificate setting, or undefined when it is unset or empty. */
+export function caOf(caCert: string | undefined): string | undefined {
   return caCert === undefined || caCert === '' ? undefined : caCert
 }
 
-function withCa(caCert: string | undefined): { caCert?: string } {
+/** Request options carrying a CA certificate setting, when it is set. */
+export function withCa(caCert: string | undefined): { caCert?: string } {
   const ca = caOf(caCert)
   return ca === undefined ? {} : { caCert: ca }
 }

@@ -17,7 +17,7 @@ import type { AclAuthMethod } from '../../state/records.js'
 import { IdentityServiceError, OidcLoginError, loggableUrl } from './errors.js'
 import { requestJson } from './http-client.js'
 import type { Identity } from './identity.js'
-import { sharedKeyCaches, validateIdToken, type KeyCaches, type OidcConfig } from './jwt-validator.js'
+import { caOf, sharedKeyCaches, validateIdToken, withCa, type KeyCaches, type OidcConfig } from './jwt-validator.js'
 import type { DiscoveredProvider } from './key-sets.js'
 import type { OidcLoginState, OidcStateSealer } from './oidc-state.js'
 
@@ -59,8 +59,7 @@ function oidcConfig(method: AclAuthMethod): OidcConfig {
 }
 
 async function providerOf(config: OidcConfig, caches: KeyCaches): Promise<DiscoveredProvider & { authorizationEndpoint: string; tokenEndpoint: string }> {
-  const caCert = config.OIDCDiscoveryCACert === undefined || config.OIDCDiscoveryCACert === '' ? undefined : config.OIDCDiscoveryCACert
-  const provider = await caches.discovery.provider(config.OIDCDiscoveryURL, caCert)
+  const provider = await caches.discovery.provider(config.OIDCDiscoveryURL, caOf(config.OIDCDiscoveryCACert))
   if (provider.authorizationEndpoint === undefined || provider.tokenEndpoint === undefined) {
     throw new IdentityServiceError(
       'the OIDC discovery document lacks authorization_endpoint or token_endpoint',
@@ -122,14 +121,13 @@ export function openCallbackState(method: AclAuthMethod, sealed: string, clientN
 export async function oidcIdentity(method: AclAuthMethod, state: OidcLoginState, code: string, nowMs: number, caches: KeyCaches = sharedKeyCaches): Promise<Identity> {
   const config = oidcConfig(method)
   const provider = await providerOf(config, caches)
-  const caCert = config.OIDCDiscoveryCACert === undefined || config.OIDCDiscoveryCACert === '' ? undefined : config.OIDCDiscoveryCACert
   // client_secret_basic (RFC 6749 2.3.1): both parts form-encoded, then joined and base64-encoded.
   const credentials = Buffer.from(`${encodeURIComponent(config.OIDCClientID)}:${encodeURIComponent(config.OIDCClientSecret)}`, 'utf8').toString('base64')
   const { status, body } = await requestJson('the OIDC token request', provider.tokenEndpoint, {
     method: 'POST',
     headers: { Authorization: `Basic ${credentials}` },
     form: { grant_type: 'authorization_code', code, redirect_uri: state.redirectUri },
-    ...(caCert === undefined ? {} : { caCert }),
+    ...withCa(config.OIDCDiscoveryCACert),
   })
   const answer = (typeof body === 'object' && body !== null ? body : {}) as { id_token?: unknown; error?: unknown; error_description?: unknown }
   if (status !== 200) {
