@@ -103,7 +103,8 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
       if (Date.now() >= deadline) {
         // The wait ran out with nothing new here. That may be because this node is cut off from the leader: before
         // the answer says `leader` or `consistent`, confirm with the leader as at the start (no_leader if it cannot),
-        // and answer with what it confirms. A stale read answers from here, as always.
+        // and answer with what it confirms. A stale read answers from here, as always: the run after the wait
+        // below has just resolved its token again.
         if (effective !== 'stale') {
           await cluster.readBarrier(effective)
           result = await run()
@@ -111,6 +112,8 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
         break
       }
       const watchKey = result.modifyIndex !== undefined ? spec.recordKey : undefined
+      // A waiting query keeps nothing of its answer (a list may be large) while it waits: every wake runs it again.
+      result = { body: undefined, ...(result.modifyIndex === undefined ? {} : { modifyIndex: result.modifyIndex }) }
       const woke = await waitForChange(ctx, spec.table, watchKey, deadline, settings.blockingQueriesMax)
       if (woke === 'gone') return
       // The run resolves the token again: one revoked during the wait is refused.

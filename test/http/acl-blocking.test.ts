@@ -229,6 +229,18 @@ describe('ACL read headers, consistency and blocking queries', () => {
       expect(elapsed).to.be.below(5000)
       expectError(response, 403, 'acl_not_found')
     })
+
+    it('a ?stale query whose wait runs out checks its token again: one deleted during the wait (another table) gets 403', async () => {
+      const token = await agent.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: readPolicy.ID }] } })
+      expect(token.status, token.text).to.equal(200)
+      const index = indexOf(await agent.request('GET', '/v1/acl/policies', { token: token.body.SecretID }))
+      // Deleting the token writes the token table, which does not wake a query on policies: only the deadline ends it.
+      const { response, elapsed } = await timed(() => agent.request('GET', `/v1/acl/policies?stale&index=${index}&wait=1s`, { token: token.body.SecretID }), 200, async () => {
+        expect((await agent.request('DELETE', `/v1/acl/token/${token.body.AccessorID}`)).body).to.equal(true)
+      })
+      expect(elapsed).to.be.at.least(900)
+      expectError(response, 403, 'acl_not_found')
+    })
   })
 
   describe('queries woken together (one shared run per identical read)', () => {
