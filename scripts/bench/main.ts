@@ -151,7 +151,8 @@ async function runPhases(ctx: BenchContext): Promise<void> {
     if (selected(options, 'blocking')) await guard(ctx, 'blocking', () => wardenBlocking(ctx, one))
     await one.stop()
     // After warden's cluster has stopped, so that it takes no CPU from the yardstick.
-    if (selected(options, 'blocking')) await guard(ctx, 'blocking (bare node:http)', () => holdBaseline(ctx))
+    if (selected(options, 'blocking')) await guard(ctx, 'blocking (bare node:http)', () => holdBaseline(ctx, 'http'))
+    if (selected(options, 'blocking')) await guard(ctx, 'blocking (bare Koa)', () => holdBaseline(ctx, 'koa'))
   }
 
   if (selected(options, 'failover')) {

@@ -7,6 +7,9 @@ import type { ProcessUsage } from './procfs.js'
 
 export type System = 'warden' | 'etcd' | 'koa' | 'node'
 
+/** The name of the Koa row the `?stale` target is judged against: Koa under the same client as warden's reads. */
+export const KOA_SAME_CLIENT = 'bare Koa hello world, rotating client'
+
 export interface Row {
   /** The workload's --only name: writes, reads, authorized, cas, etcd ... */
   workload: string
@@ -135,6 +138,8 @@ export interface Results {
   blocking?: BlockingSummary
   /** The same driver against a bare node:http server holding as many requests (hold-baseline.ts). */
   blockingBaseline?: BlockingSummary
+  /** The same driver against a bare Koa app with one @koa/router route holding as many requests. */
+  blockingKoaBaseline?: BlockingSummary
   failover: FailoverSummary[]
   scale?: ScaleSummary
   tokenResolution?: TokenResolution

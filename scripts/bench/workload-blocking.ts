@@ -25,15 +25,18 @@ export async function wardenBlocking(ctx: BenchContext, warden: WardenCluster): 
 }
 
 /**
- * The yardstick: a bare node:http server holding the same number of requests (hold-baseline.ts), released at once.
- * Its RSS growth is what Node alone costs per held request, below which no server on Node can go.
+ * The yardsticks: a server holding the same number of requests (hold-baseline.ts), released at once. Bare node:http
+ * is what Node alone costs per held request, below which no server on Node can go; Koa with one @koa/router route is
+ * the floor under a server built as warden is.
  */
-export async function holdBaseline(ctx: BenchContext): Promise<void> {
+export async function holdBaseline(ctx: BenchContext, kind: 'http' | 'koa'): Promise<void> {
   const count = ctx.plan.blockingQueries
-  ctx.progress.step(`blocking: bare node:http holding ${count} requests (yardstick)`)
+  const label = kind === 'http' ? 'bare node:http' : 'bare Koa + @koa/router'
+  ctx.progress.step(`blocking: ${label} holding ${count} requests (yardstick)`)
   const env = { ...process.env }
   delete env.NODE_OPTIONS
-  const child = spawnTracked('bash', ['-c', `${RAISE_ULIMIT}; exec "$0" "$@"`, process.execPath, '--import', TSX_LOADER, join(import.meta.dirname, 'hold-baseline.ts')], {
+  const script = join(import.meta.dirname, 'hold-baseline.ts')
+  const child = spawnTracked('bash', ['-c', `${RAISE_ULIMIT}; exec "$0" "$@"`, process.execPath, '--import', TSX_LOADER, script, kind], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   })
@@ -58,9 +61,12 @@ export async function holdBaseline(ctx: BenchContext): Promise<void> {
       })
     })
     const pid = child.pid ?? 0
-    const { summary, processes } = await runDriver(ctx, { address: `127.0.0.1:${port}`, token: '', count, pid, baseline: true }, [{ label: 'node', pid }])
-    ctx.results.blockingBaseline = summary
-    pushRow(ctx, summary, processes, 'node', 'node:http ×1', `bare node:http holding ${count} requests, released at once`, 'the held requests')
+    const system = kind === 'http' ? 'node' : 'koa'
+    const { summary, processes } = await runDriver(ctx, { address: `127.0.0.1:${port}`, token: '', count, pid, baseline: true }, [{ label: system, pid }])
+    if (kind === 'http') ctx.results.blockingBaseline = summary
+    else ctx.results.blockingKoaBaseline = summary
+    const cluster = kind === 'http' ? 'node:http ×1' : 'koa ×1'
+    pushRow(ctx, summary, processes, system, cluster, `${label} holding ${count} requests, released at once`, 'the held requests')
   } finally {
     await stopChild(child)
   }

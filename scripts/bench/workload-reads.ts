@@ -8,6 +8,7 @@
  * the same turn of its event loop (src/http/coalesce.ts), and 64 connections sending one identical request would
  * measure that sharing rather than the cost of a read.
  */
+import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { TSX_LOADER } from './cannon.js'
 import { load, warmUp, type BenchContext } from './context.js'
@@ -15,6 +16,7 @@ import { spawnTracked, stopChild } from './children.js'
 import { base64, type EtcdCluster } from './etcd.js'
 import { pool } from './http-client.js'
 import type { WardenCluster } from './warden.js'
+import { KOA_SAME_CLIENT } from './results.js'
 
 const READ_CONNECTIONS = 64
 export const READ_POLICIES = 1_000
@@ -63,14 +65,48 @@ export async function wardenReads(ctx: BenchContext, warden: WardenCluster): Pro
       watched: warden.watched(),
     })
   }
+  // What warden's middleware chain and router cost before any read: a route that answers a constant (the leader's
+  // address), under the same client and on the same follower, next to the Koa yardsticks.
+  ctx.progress.step('reads: trivial route /v1/status/leader → follower')
+  const statusPaths = policyIds.map(() => '/v1/status/leader')
+  await load(ctx, {
+    workload: 'reads',
+    system: 'warden',
+    name: 'trivial route /v1/status/leader → follower',
+    cluster: warden.label,
+    origin: warden.origin(follower),
+    connections: READ_CONNECTIONS,
+    requests: [{ method: 'GET', path: '/v1/status/leader', headers: { 'X-Service-Token': warden.token } }],
+    rotatePaths: statusPaths,
+    watched: warden.watched(),
+  })
 }
 
+/**
+ * The yardsticks, each a bare Koa app in its own process (koa-hello.ts): the hello world under the autocannon CLI, as
+ * the issue measured it; the same under the client the reads use (cannon-rotating.ts, which costs more CPU per
+ * request on the same two cores), walking as many paths of the same shape with a token header of the same size; and
+ * one @koa/router route under that client, which shows what routing adds to Koa.
+ */
 export async function koaBaseline(ctx: BenchContext): Promise<void> {
-  ctx.progress.step('reads: bare Koa hello-world (yardstick)')
+  const rotated = Array.from({ length: READ_POLICIES }, () => `/v1/acl/policy/${randomUUID()}?stale`)
+  const headers = { 'X-Service-Token': randomUUID() }
+  const cases = [
+    { mode: 'plain', name: 'bare Koa hello world', rotate: false },
+    { mode: 'plain', name: KOA_SAME_CLIENT, rotate: true },
+    { mode: 'router', name: 'Koa + @koa/router, one route, rotating client', rotate: true },
+  ]
+  for (const koaCase of cases) {
+    ctx.progress.step(`reads: ${koaCase.name} (yardstick)`)
+    await koaLoad(ctx, koaCase.mode, koaCase.name, koaCase.rotate ? { rotatePaths: rotated, headers } : undefined)
+  }
+}
+
+async function koaLoad(ctx: BenchContext, mode: string, name: string, rotation: { rotatePaths: string[]; headers: Record<string, string> } | undefined): Promise<void> {
   const script = join(import.meta.dirname, 'koa-hello.ts')
   const env = { ...process.env }
   delete env.NODE_OPTIONS
-  const child = spawnTracked(process.execPath, ['--import', TSX_LOADER, script], { stdio: ['ignore', 'pipe', 'inherit'], env })
+  const child = spawnTracked(process.execPath, ['--import', TSX_LOADER, script, mode], { stdio: ['ignore', 'pipe', 'inherit'], env })
   try {
     const port = await new Promise<number>((resolvePort, reject) => {
       let text = ''
@@ -81,16 +117,17 @@ export async function koaBaseline(ctx: BenchContext): Promise<void> {
       })
       child.once('exit', (code) => reject(new Error(`koa-hello exited ${code}`)))
     })
-    const request = { method: 'GET', path: '/', headers: {} }
+    const request = { method: 'GET', path: rotation?.rotatePaths[0] ?? '/', headers: rotation?.headers ?? {} }
     await warmUp(ctx, { origin: `http://127.0.0.1:${port}`, connections: READ_CONNECTIONS, requests: [request], watched: [] })
     await load(ctx, {
       workload: 'reads',
       system: 'koa',
-      name: 'bare Koa hello world',
+      name,
       cluster: 'koa ×1',
       origin: `http://127.0.0.1:${port}`,
       connections: READ_CONNECTIONS,
       requests: [request],
+      ...(rotation === undefined ? {} : { rotatePaths: rotation.rotatePaths }),
       watched: [{ label: 'koa', pid: child.pid ?? 0 }],
     })
   } finally {
