@@ -18,11 +18,17 @@ export const BODIES_IN_FLIGHT_BYTES_MAX = 64 * 1024 * 1024
  */
 export const BODY_TIMEOUT_MS = 30_000
 
-let bodiesInFlightBytes = 0
+/** Bytes of bodies being read at once against one budget. */
+interface BodyBudget {
+  used: number
+}
+
+const sharedBudget: BodyBudget = { used: 0 }
+const anonymousBudget: BodyBudget = { used: 0 }
 
 /** Bytes of request bodies being read right now (for tests and metrics). */
 export function bodiesInFlight(): number {
-  return bodiesInFlightBytes
+  return sharedBudget.used + anonymousBudget.used
 }
 
 export interface BodyLimits {
@@ -30,12 +36,23 @@ export interface BodyLimits {
   limit?: number
   /** Milliseconds for it to arrive (default BODY_TIMEOUT_MS). */
   timeoutMs?: number
-  /** Bytes of all bodies being read at once (default BODIES_IN_FLIGHT_BYTES_MAX). */
+  /** Bytes of all bodies being read at once against the same budget (default BODIES_IN_FLIGHT_BYTES_MAX). */
   inFlightMax?: number
+  /** Counted against the anonymous routes' own budget instead of the shared one. */
+  anonymous?: boolean
 }
+
+/**
+ * The bodies of routes anyone may call without a token (login, the OIDC steps, bootstrap, a server's join): small
+ * (a login's fields are a bearer token and a little Meta), quick, and counted against a budget of their own. Were
+ * they held to the shared budget, 64 anonymous connections each trickling a 1 MiB body would fill it, and every
+ * write on the node would be refused for as long as they trickle.
+ */
+export const ANONYMOUS_BODY: BodyLimits = { limit: 64 * 1024, timeoutMs: 10_000, inFlightMax: 4 * 1024 * 1024, anonymous: true }
 
 export function readBody(ctx: Context, limits: BodyLimits = {}): Promise<Buffer> {
   const { limit = BODY_BYTES_MAX, timeoutMs = BODY_TIMEOUT_MS, inFlightMax = BODIES_IN_FLIGHT_BYTES_MAX } = limits
+  const budget = limits.anonymous === true ? anonymousBudget : sharedBudget
   // Bodies are read as sent: a compressed one would be parsed as garbage (and quoted back in the error).
   const encoding = ctx.get('content-encoding').trim().toLowerCase()
   if (encoding !== '' && encoding !== 'identity') return Promise.reject(new InvalidInputError('Content-Encoding', `${JSON.stringify(encoding.slice(0, 64))} is not supported: send the body uncompressed`))
@@ -51,7 +68,7 @@ export function readBody(ctx: Context, limits: BodyLimits = {}): Promise<Buffer>
     let size = 0
     const cleanup = (): void => {
       clearTimeout(timer)
-      bodiesInFlightBytes -= size
+      budget.used -= size
       request.off('data', onData)
       request.off('end', onEnd)
       request.off('error', onError)
@@ -68,11 +85,11 @@ export function readBody(ctx: Context, limits: BodyLimits = {}): Promise<Buffer>
     const timer = setTimeout(() => refuse(new InvalidInputError('body', `did not arrive within ${timeoutMs / 1000} s`)), timeoutMs)
     const onData = (chunk: Buffer): void => {
       if (size + chunk.length > limit) return refuse(tooLarge(limit))
-      if (bodiesInFlightBytes + chunk.length > inFlightMax) {
+      if (budget.used + chunk.length > inFlightMax) {
         return refuse(new WardenError('rate_limited', `body: this node is already reading ${inFlightMax} bytes of request bodies; retry later`, 'body'))
       }
       size += chunk.length
-      bodiesInFlightBytes += chunk.length
+      budget.used += chunk.length
       chunks.push(chunk)
     }
     const onEnd = (): void => {
@@ -104,14 +121,16 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true })
 /** A UTF-16 code unit of a surrogate pair standing alone: with the `u` flag, a whole pair is one code point, not Cs. */
 const LONE_SURROGATE = /\p{Cs}/u
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
+/** A number that may overflow a double: an exponent of three or more digits, or 309 digits in a row. */
+const OVERFLOW_CANDIDATE = /[eE][+]?\d{3}|\d{309}/
 
 /**
  * The parsed JSON body; an empty body reads as `undefined`. The body must be UTF-8 and its strings valid Unicode:
  * a lone surrogate (`"\udbff"`) would be stored as U+FFFD by LevelDB's UTF-8 keys and msgpack's strings, so the
  * record read back would differ from the one acknowledged and hashed; it is a 400 naming the field instead.
  */
-export async function readJson(ctx: Context): Promise<unknown> {
-  const bytes = await readBody(ctx)
+export async function readJson(ctx: Context, limits?: BodyLimits): Promise<unknown> {
+  const bytes = await readBody(ctx, limits)
   let text: string
   try {
     text = UTF8.decode(bytes).trim()
@@ -125,8 +144,12 @@ export async function readJson(ctx: Context): Promise<unknown> {
   } catch (error) {
     throw new InvalidInputError('body', `is not valid JSON (${(error as Error).message})`)
   }
-  // A surrogate can only come from a \u escape (the UTF-8 decoding refused any other way): walk only then.
-  if (SURROGATE_ESCAPE.test(text)) checkUnicode(value)
+  // A surrogate can only come from a \u escape (the UTF-8 decoding refused any other way), and JSON.parse turns only
+  // a number of more than 308 digits or exponent into Infinity: walk only when the text holds either. Go's decoder
+  // (Consul's) refuses such a number; stored, it would read back as null.
+  const unicode = SURROGATE_ESCAPE.test(text)
+  const finite = OVERFLOW_CANDIDATE.test(text)
+  if (unicode || finite) checkValues(value, { unicode, finite })
   return value
 }
 
@@ -140,18 +163,20 @@ function shortPath(path: string): string {
  * recursion: this runs before any route bounds the depth, and a body of 100,000 nested arrays must be a 400, not a
  * stack overflow.
  */
-function checkUnicode(root: unknown): void {
+function checkValues(root: unknown, check: { unicode: boolean; finite: boolean }): void {
   const pending: Array<{ value: unknown; path: string }> = [{ value: root, path: '' }]
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const { value, path } = next
     if (typeof value === 'string') {
-      if (LONE_SURROGATE.test(value)) throw new InvalidInputError(path === '' ? 'body' : shortPath(path), 'must be valid Unicode text (it holds a lone surrogate)')
+      if (check.unicode && LONE_SURROGATE.test(value)) throw new InvalidInputError(path === '' ? 'body' : shortPath(path), 'must be valid Unicode text (it holds a lone surrogate)')
+    } else if (typeof value === 'number') {
+      if (check.finite && !Number.isFinite(value)) throw new InvalidInputError(path === '' ? 'body' : shortPath(path), 'must be a number within the range of a 64-bit float')
     } else if (Array.isArray(value)) {
       // Pushed in reverse, so the first element is looked at first, as the message should name the first problem.
       for (let index = value.length - 1; index >= 0; index--) pending.push({ value: value[index], path: `${path}[${index}]` })
     } else if (typeof value === 'object' && value !== null) {
       const entries = Object.entries(value)
-      for (const [key] of entries) {
+      for (const [key] of check.unicode ? entries : []) {
         if (LONE_SURROGATE.test(key)) throw new InvalidInputError(shortPath(path === '' ? key : `${path}.${key}`), 'must be valid Unicode text (a key holds a lone surrogate)')
       }
       for (let index = entries.length - 1; index >= 0; index--) {
@@ -163,8 +188,8 @@ function checkUnicode(root: unknown): void {
 }
 
 /** The body as a JSON object; empty means `{}`. */
-export async function readJsonObject(ctx: Context): Promise<Record<string, unknown>> {
-  const value = await readJson(ctx)
+export async function readJsonObject(ctx: Context, limits?: BodyLimits): Promise<Record<string, unknown>> {
+  const value = await readJson(ctx, limits)
   if (value === undefined) return {}
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new InvalidInputError('body', 'must be a JSON object')

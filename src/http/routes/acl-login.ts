@@ -28,7 +28,7 @@ import { nsKey } from '../../state/keys.js'
 import { DEFAULT_NAMESPACE, type AclAuthMethod, type AclToken } from '../../state/records.js'
 import { authMethodSpec, bindingRuleSpec, getRecord, listByIndex } from '../../state/tables.js'
 import type { ApiContext } from '../context.js'
-import { readJsonObject } from '../body.js'
+import { ANONYMOUS_BODY, readJsonObject } from '../body.js'
 import { LinkNames, renderToken } from '../render.js'
 import { queryParam, secretOf } from '../request.js'
 import { validateBody, type Schema } from '../validate.js'
@@ -120,7 +120,7 @@ async function authMethodOf(ctx: ApiContext, body: { AuthMethod: string; Namespa
 }
 
 async function login(ctx: ApiContext): Promise<void> {
-  const body = validateBody<LoginBody>(loginSchema, await readJsonObject(ctx))
+  const body = validateBody<LoginBody>(loginSchema, await readJsonObject(ctx, ANONYMOUS_BODY))
   const method = await authMethodOf(ctx, body)
   if (body.BearerToken === '') throw new InvalidInputError('BearerToken', 'is required')
   const meta = checkMeta(body.Meta)
@@ -197,7 +197,7 @@ function requireOidc(method: AclAuthMethod): void {
 async function oidcAuthUrlRoute(ctx: ApiContext): Promise<void> {
   const body = validateBody<{ AuthMethod: string; RedirectURI: string; ClientNonce?: string; Meta?: Record<string, string>; Namespace?: string }>(
     authUrlSchema,
-    await readJsonObject(ctx),
+    await readJsonObject(ctx, ANONYMOUS_BODY),
   )
   const method = await authMethodOf(ctx, body)
   requireOidc(method)
@@ -213,7 +213,7 @@ async function oidcAuthUrlRoute(ctx: ApiContext): Promise<void> {
 
 /** POST /v1/acl/oidc/callback: the provider's state and code, redeemed for a token, as a login. No ACL needed. */
 async function oidcCallbackRoute(ctx: ApiContext): Promise<void> {
-  const body = validateBody<{ AuthMethod: string; State: string; Code: string; ClientNonce?: string; Namespace?: string }>(callbackSchema, await readJsonObject(ctx))
+  const body = validateBody<{ AuthMethod: string; State: string; Code: string; ClientNonce?: string; Namespace?: string }>(callbackSchema, await readJsonObject(ctx, ANONYMOUS_BODY))
   const method = await authMethodOf(ctx, body)
   requireOidc(method)
   if (body.Code === '') throw new InvalidInputError('Code', 'is required')

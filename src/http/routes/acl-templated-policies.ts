@@ -14,7 +14,7 @@ import { RESERVED_ID_PREFIX } from '../../state/builtins.js'
 import { bareToken } from '../../state/commands.js'
 import type { AclToken } from '../../state/records.js'
 import type { ApiContext } from '../context.js'
-import { readJsonObject } from '../body.js'
+import { ANONYMOUS_BODY, readJsonObject } from '../body.js'
 import { LinkNames, renderToken } from '../render.js'
 import { namespaceOf, requirePermission } from '../request.js'
 import { bootstrapSchema, previewSchema } from '../schemas.js'
@@ -66,7 +66,7 @@ async function listTemplates(ctx: ApiContext): Promise<void> {
 
 /** PUT /v1/acl/bootstrap: the first management token of a cluster started without one; later calls are refused. */
 async function bootstrap(ctx: ApiContext): Promise<void> {
-  const body = validateBody<{ BootstrapSecret?: string }>(bootstrapSchema, await readJsonObject(ctx))
+  const body = validateBody<{ BootstrapSecret?: string }>(bootstrapSchema, await readJsonObject(ctx, ANONYMOUS_BODY))
   if (body.BootstrapSecret !== undefined && body.BootstrapSecret !== '') {
     if (!isUuid(body.BootstrapSecret)) throw new InvalidInputError('BootstrapSecret', 'must be a UUID')
     // As for a token's own SecretID: the built-in range is guessable, and a management secret in it would be too.

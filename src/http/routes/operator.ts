@@ -6,7 +6,7 @@ import Router from '@koa/router'
 import { InvalidInputError } from '../../lib/errors.js'
 import type { ApiContext } from '../context.js'
 import { queryParam, requirePermission } from '../request.js'
-import { readJsonObject } from '../body.js'
+import { ANONYMOUS_BODY, readJsonObject } from '../body.js'
 import { validateBody, type Schema } from '../validate.js'
 import type { JoinRequest } from '../../lib/join-proof.js'
 
@@ -60,7 +60,7 @@ async function raftState(ctx: ApiContext): Promise<void> {
  * an ACL token, since a new server has none.
  */
 async function join(ctx: ApiContext): Promise<void> {
-  const body = validateBody<JoinRequest>(joinSchema, await readJsonObject(ctx))
+  const body = validateBody<JoinRequest>(joinSchema, await readJsonObject(ctx, ANONYMOUS_BODY))
   const result = await ctx.state.app.cluster.join(body)
   ctx.body = { Members: result.members }
 }

@@ -6,7 +6,7 @@
 import { expect } from 'chai'
 import { PassThrough } from 'node:stream'
 import type { Context } from 'koa'
-import { bodiesInFlight, readBody, readJson } from '../../../src/http/body.js'
+import { ANONYMOUS_BODY, bodiesInFlight, readBody, readJson } from '../../../src/http/body.js'
 import { WardenError } from '../../../src/lib/errors.js'
 
 function contextOf(request: PassThrough, headers: Record<string, string> = {}): { ctx: Context; set: Record<string, string> } {
@@ -101,6 +101,35 @@ describe('readBody', () => {
     expect((await holding).length).to.equal(90)
     expect(bodiesInFlight()).to.equal(0)
     second.destroy()
+  })
+
+  it('counts the bodies of anonymous routes against their own budget: a full one refuses logins, not writes', async () => {
+    const anonymous = { ...ANONYMOUS_BODY, inFlightMax: 100 }
+    const login = new PassThrough()
+    const write = new PassThrough()
+    const nextLogin = new PassThrough()
+    const holding = readBody(contextOf(login).ctx, anonymous)
+    login.write(Buffer.alloc(90))
+    await new Promise((resolve) => setImmediate(resolve))
+    // The shared budget is untouched: a write's body of the same size is read.
+    const writing = readBody(contextOf(write).ctx, { inFlightMax: 100 })
+    write.end(Buffer.alloc(90))
+    expect((await writing).length).to.equal(90)
+    const refused = readBody(contextOf(nextLogin).ctx, anonymous)
+    nextLogin.write(Buffer.alloc(20))
+    expect((await refusal(refused)).code).to.equal('rate_limited')
+    login.end()
+    expect((await holding).length).to.equal(90)
+    expect(bodiesInFlight()).to.equal(0)
+    nextLogin.destroy()
+  })
+
+  it('holds an anonymous body to 64 KiB', async () => {
+    const request = new PassThrough()
+    const reading = readBody(contextOf(request).ctx, ANONYMOUS_BODY)
+    request.write(Buffer.alloc(64 * 1024 + 1))
+    expect((await refusal(reading)).code).to.equal('payload_too_large')
+    request.destroy()
   })
 
   describe('readJson', () => {
