@@ -118,6 +118,8 @@ const MiB = 1024 * 1024
  * callback to resume the queue; data frames above it always have one pending.
  */
 const SOCKET_BUFFERED_BYTES_MAX_MIN = 16 * 1024
+/** Bytes an accepted connection may send after its upgrade and before its proof: a few handshake frames, with room. */
+const PROOF_BYTES_MAX = 16 * HANDSHAKE_FRAME_BYTES_MAX
 /** TCP connections beyond the expected links (two per peer while a duplicate is resolved) and pending handshakes. */
 const CONNECTIONS_SLACK = 16
 
@@ -171,6 +173,8 @@ export class PeerTransport {
    */
   private readonly unauthenticated = new Set<Socket>()
   private readonly socketOf = new Map<Link, Socket>()
+  /** Stops counting what an accepted link's socket sent before it proved the key (countBeforeProof). */
+  private readonly stopCounting = new Map<Link, () => void>()
   /** Invariant: size <= requestsInFlightMax. */
   private readonly requests = new Map<number, PendingRequest>()
   private requestIdNext = 1
@@ -481,6 +485,26 @@ export class PeerTransport {
     this.links.add(link)
     this.inboundHandshakes.add(link)
     this.socketOf.set(link, request.socket)
+    this.stopCounting.set(link, this.countBeforeProof(request.socket, remoteAddress))
+  }
+
+  /**
+   * A connection that has not proven the key may send a few handshake frames of at most HANDSHAKE_FRAME_BYTES_MAX,
+   * but ws buffers a whole frame, up to the 8 MiB a Raft frame may take, before the link sees it and can refuse its
+   * size: with every pending handshake doing that, a node would hold hundreds of megabytes for anyone who can reach
+   * its peer port. So the socket's bytes are counted until the proof, and past PROOF_BYTES_MAX it is closed.
+   */
+  private countBeforeProof(socket: Socket, remoteAddress: string): () => void {
+    let received = 0
+    const count = (chunk: Buffer): void => {
+      received += chunk.length
+      if (received <= PROOF_BYTES_MAX) return
+      socket.off('data', count)
+      this.pendingWarnings.warn(this.log, 'peer sent too much before its proof', { remoteAddress, bytes: received }, 'a peer connection sent too much before proving the cluster key; closed')
+      socket.destroy()
+    }
+    socket.on('data', count)
+    return () => socket.off('data', count)
   }
 
   private warnPending(remoteAddress: string): void {
@@ -507,6 +531,8 @@ export class PeerTransport {
     const socket = this.socketOf.get(link)
     if (socket !== undefined) this.unauthenticated.delete(socket)
     this.socketOf.delete(link)
+    this.stopCounting.get(link)?.()
+    this.stopCounting.delete(link)
     const peer = this.peers.get(link.peer!)
     assert(peer !== undefined, 'a link opened for a node outside the peer set')
     if (peer.dialing === link) peer.dialing = undefined
@@ -534,6 +560,7 @@ export class PeerTransport {
     this.links.delete(link)
     this.inboundHandshakes.delete(link)
     this.socketOf.delete(link)
+    this.stopCounting.delete(link)
     const peer = link.peer === undefined ? undefined : this.peers.get(link.peer)
     if (peer === undefined || this.stopping !== undefined) return
     if (peer.dialing === link) {

@@ -240,6 +240,11 @@ export class RawClient {
     this.ws.send(bytes)
   }
 
+  /** Bytes straight onto the socket, past ws's framing: a frame begun and never finished. */
+  sendRaw(bytes: Buffer): void {
+    ;(this.ws as unknown as { _socket: { write(bytes: Buffer): void } })._socket.write(bytes)
+  }
+
   /** The close code, once the server closes the connection (bounded wait). */
   async closedWith(timeoutMs = 3000): Promise<number> {
     let timer: NodeJS.Timeout | undefined
