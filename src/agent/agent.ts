@@ -17,7 +17,8 @@ import { GLOBAL_MANAGEMENT_POLICY_ID } from '../state/builtins.js'
 import { startReplica } from './replicas.js'
 import { httpConnectionsFor, openFilesLimit } from './limits.js'
 import { TokenResolver } from '../acl/resolver.js'
-import { answerClientError } from '../http/client-errors.js'
+import { answerClientError, answerExpectation } from '../http/client-errors.js'
+import { boundPipelining } from '../http/pipelining.js'
 import { createApp } from '../http/app.js'
 import { OidcStateSealer } from '../acl/auth/oidc-state.js'
 import { cloudSettingsProblem, LinkController, linkFromSettings } from '../controllers/link-controller.js'
@@ -156,9 +157,14 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     check: { managementPlaneUrl: config.cloud.managementPlaneUrl },
   })
   linkController.start()
-  const httpServer = createHttpServer({ requestTimeout: 15 * 60_000, headersTimeout: 60_000, maxHeaderSize: 64 * 1024 }, app.callback())
+  // requestTimeout bounds the arrival of a whole request, headers and body, not its answer: a blocking query is
+  // complete with its headers and may then wait its 10 minutes. A body a route never reads (a GET with a trickling
+  // Content-Length) would otherwise hold its connection for as long as this allows. Bodies a route reads have their
+  // own 30 s (body.ts). No Host header is needed: nothing here routes by host, and Node's refusal was not JSON.
+  const httpServer = createHttpServer({ requestTimeout: 60_000, headersTimeout: 60_000, maxHeaderSize: 64 * 1024, requireHostHeader: false }, boundPipelining(app.callback()))
   httpServer.keepAliveTimeout = 30_000
   httpServer.on('clientError', answerClientError)
+  httpServer.on('checkExpectation', answerExpectation)
   httpServer.maxConnections = httpConnections
   const httpBound = await listen(httpServer, config.httpAddr.host, config.httpAddr.port)
   const httpAddress = formatAddress({ host: config.httpAddr.host, port: httpBound.port })

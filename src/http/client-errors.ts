@@ -3,15 +3,23 @@
  * limit, a request that did not arrive in time) are answered in the one JSON error shape, as every other error is,
  * instead of Node's bare status line. No request object exists then, so the answer is written to the socket.
  */
-import { STATUS_CODES } from 'node:http'
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 
 export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
   // A client that is gone gets nothing more; nor does a socket whose current request (a blocking query before a
-  // pipelined bad one) is still being answered, since this answer would read as that request's.
-  const inProgress = (socket as Duplex & { _httpMessage?: unknown })._httpMessage
-  if (error.code === 'ECONNRESET' || !socket.writable || (inProgress !== undefined && inProgress !== null)) {
+  // pipelined bad one) is still being answered, since this answer would read as that request's (below).
+  const inProgress = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage
+  if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
+    return
+  }
+  if (inProgress !== undefined && inProgress !== null) {
+    // The request before the bad bytes may already have been acted on (a write applied): its answer still goes out,
+    // then the connection closes. Nothing more is read meanwhile.
+    socket.pause()
+    if (inProgress.writableFinished) socket.destroy()
+    else inProgress.once('close', () => socket.destroy())
     return
   }
   const [status, message] =
@@ -26,4 +34,14 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     () => socket.destroy(),
   )
+}
+
+/**
+ * `Expect` other than `100-continue`: Node would answer a bare 417. The same JSON shape instead, and the connection
+ * is kept (the request was well formed).
+ */
+export function answerExpectation(request: IncomingMessage, response: ServerResponse): void {
+  const expectation = String(request.headers.expect ?? '').slice(0, 64)
+  const body = JSON.stringify({ Error: `Expect: ${JSON.stringify(expectation)} is not supported (only 100-continue)`, Code: 'invalid_input', Field: 'Expect' })
+  response.writeHead(417, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }).end(body)
 }

@@ -22,8 +22,21 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   outcome_unknown: 504,
 }
 
+/** Characters of a message and of a field name an answer carries: both may quote what the caller sent. */
+const MESSAGE_CHARS_MAX = 1024
+const FIELD_CHARS_MAX = 256
+
+function cut(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (cut at ${max} characters)`
+}
+
+/**
+ * The one error shape. Messages quote the offending value or key so the caller can find it, but a 200 KB name or a
+ * 500 KB key would come back whole, twice: both are cut.
+ */
 export function errorBody(code: ErrorCode, message: string, field?: string): Record<string, string> {
-  return field === undefined ? { Error: message, Code: code } : { Error: message, Code: code, Field: field }
+  const text = cut(message, MESSAGE_CHARS_MAX)
+  return field === undefined ? { Error: text, Code: code } : { Error: text, Code: code, Field: cut(field, FIELD_CHARS_MAX) }
 }
 
 export function errorMiddleware(log: Logger, limiter = new LogLimiter()) {

@@ -94,4 +94,69 @@ describe('requests the HTTP parser refuses', () => {
     expect(response.body).to.include({ Code: 'invalid_input', Field: 'Content-Encoding' })
     expect((await agent.request('GET', `/v1/acl/policy/name/${name}`)).status).to.equal(404)
   })
+
+  describe('what the hostile-input audit found', () => {
+    it('serves a request without a Host header (Node would have answered a bare 400)', async () => {
+      const raw = await exchange(agent.httpAddress, 'GET /v1/status/leader HTTP/1.1\r\nConnection: close\r\n\r\n')
+      expect(raw).to.match(/^HTTP\/1\.1 200 /)
+    })
+
+    it('answers an Expect other than 100-continue with a 417 in the JSON error shape naming Expect', async () => {
+      const answer = parse(await exchange(agent.httpAddress, 'GET /v1/status/leader HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n'))
+      expect(answer.status).to.equal(417)
+      expect(answer.contentType).to.equal('application/json')
+      expect(answer.body).to.include({ Code: 'invalid_input', Field: 'Expect' })
+    })
+
+    it('answers at most 16 pipelined requests per connection; the next is a 429 and the connection closes', async () => {
+      const request = `GET /v1/status/leader HTTP/1.1\r\nHost: x\r\n\r\n`
+      const raw = await exchange(agent.httpAddress, request.repeat(40))
+      const statuses = [...raw.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((match) => Number(match[1]))
+      expect(statuses.filter((status) => status === 200)).to.have.length.of.at.least(16)
+      expect(statuses).to.include(429)
+      expect(statuses.length).to.be.below(40)
+      expect(raw).to.include('"Code":"rate_limited"')
+    })
+
+    it('still answers a write whose body is followed by garbage before closing, so the client learns its outcome', async () => {
+      const name = `pipe-${Date.now()}`
+      const body = JSON.stringify({ Name: name })
+      const raw = await exchange(
+        agent.httpAddress,
+        `PUT /v1/acl/policy HTTP/1.1\r\nHost: x\r\nX-Service-Token: ${agent.managementToken}\r\nContent-Length: ${body.length}\r\n\r\n${body}GARBAGE`,
+      )
+      expect(raw).to.match(/^HTTP\/1\.1 200 /)
+      expect(raw).to.include(name)
+      expect((await agent.request('GET', `/v1/acl/policy/name/${name}`)).status).to.equal(200)
+    })
+
+    it('refuses a number that overflows a double with a 400 naming its field, in config entries and ACL bodies alike', async () => {
+      const entry = await agent.request('PUT', '/v1/config', { raw: '{"Kind":"api-gateway","Name":"overflow","Listeners":1e309}', headers: { 'Content-Type': 'application/json' } })
+      expect(entry.status, entry.text).to.equal(400)
+      expect(entry.body).to.include({ Code: 'invalid_input', Field: 'Listeners' })
+      expect((await agent.request('GET', '/v1/config/api-gateway/overflow')).status).to.equal(404)
+      const token = await agent.request('PUT', '/v1/acl/token', { raw: `{"Description":"x","CreateIndex":${'9'.repeat(320)}}`, headers: { 'Content-Type': 'application/json' } })
+      expect(token.status, token.text).to.equal(400)
+      expect(token.body).to.include({ Field: 'CreateIndex' })
+    })
+
+    it('refuses __proto__ as a top-level field of a config entry, as it is refused nested', async () => {
+      const response = await agent.request('PUT', '/v1/config', { raw: '{"Kind":"service-defaults","Name":"protox","__proto__":{"Protocol":"http"}}', headers: { 'Content-Type': 'application/json' } })
+      expect(response.status, response.text).to.equal(400)
+      expect(response.body).to.include({ Field: '__proto__' })
+    })
+
+    it('cuts what an error quotes: a 300 KB key comes back as at most a few KB', async () => {
+      const response = await agent.request('PUT', '/v1/acl/policy', { body: { Name: 'x', ['k'.repeat(300_000)]: 1 } })
+      expect(response.status).to.equal(400)
+      expect(response.text.length).to.be.below(4096)
+      expect(response.body.Error).to.include('cut at')
+    })
+
+    it('holds the body of an anonymous route (login) to 64 KiB', async () => {
+      const response = await agent.request('POST', '/v1/acl/login', { token: null, body: { AuthMethod: 'none', BearerToken: 'x'.repeat(70 * 1024) } })
+      expect(response.status, response.text).to.equal(413)
+      expect(response.body).to.include({ Code: 'payload_too_large' })
+    })
+  })
 })

@@ -34,6 +34,8 @@ function splitBody(body: Record<string, unknown>): { known: Partial<Record<Known
   for (const [key, value] of Object.entries(body)) {
     const field = KNOWN_BY_LOWERCASE.get(key.toLowerCase())
     if (field === undefined) {
+      // Assigned, `__proto__` would set the object's prototype and vanish from the entry; refused as it is nested.
+      if (key === '__proto__') throw new InvalidInputError(key, 'is not allowed as a field name')
       rest[key] = value
       continue
     }
