@@ -72,15 +72,15 @@ export function evaluateTargets(results: Results): Target[] {
     })
   }
   const stale = findRow(results, 'warden', 'policy read ?stale → follower')
-  // Judged against Koa under the same client as the reads; the CLI figure (cheaper for the client) is shown beside it.
-  const koaCli = findRow(results, 'koa', 'bare Koa hello world')
-  const koa = findRow(results, 'koa', KOA_SAME_CLIENT) ?? koaCli
-  if (stale !== undefined && koa !== undefined) {
-    const share = (row: Row): string => `${Math.round((stale.rps / Math.max(1, row.rps)) * 100)}% of ${formatNumber(row.rps)}/s`
-    const cli = koaCli !== undefined && koaCli !== koa ? `; ${share(koaCli)} under the autocannon CLI` : ''
+  // Judged against the faster of the two Koa rows: the same client as the reads (cannon-rotating.ts) saturates the
+  // co-located load generator before Koa, so it can understate Koa; the autocannon CLI is the issue's own yardstick.
+  const koaRows = [findRow(results, 'koa', 'bare Koa hello world'), findRow(results, 'koa', KOA_SAME_CLIENT)].filter((row): row is Row => row !== undefined)
+  if (stale !== undefined && koaRows.length > 0) {
+    const koa = koaRows.reduce((best, row) => (row.rps > best.rps ? row : best))
+    const share = (row: Row): string => `${Math.round((stale.rps / Math.max(1, row.rps)) * 100)}% of ${formatNumber(row.rps)}/s (${row.name === KOA_SAME_CLIENT ? 'same client' : 'autocannon CLI'})`
     targets.push({
       target: '?stale read on a follower ≥ 80% of a bare Koa hello world',
-      measured: `${formatNumber(stale.rps)}/s = ${share(koa)}${koa === koaCli ? '' : ' (same client)'}${cli}`,
+      measured: `${formatNumber(stale.rps)}/s = ${koaRows.map(share).join('; ')}`,
       met: stale.rps >= 0.8 * koa.rps,
     })
   }
