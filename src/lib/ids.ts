@@ -11,11 +11,20 @@ export function newUuid(): string {
   return randomUUID()
 }
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-](\d{2}):(\d{2}))$/
 
-/** Milliseconds since the epoch of an RFC 3339 timestamp, or undefined when it is not one. */
+/**
+ * Milliseconds since the epoch of an RFC 3339 timestamp, or undefined when it is not one. Each field is checked
+ * against its range first, as Go's time.Parse does: Date.parse would take 24:00:00 as the next midnight and roll
+ * February 30 over into March.
+ */
 export function parseTime(text: string): number | undefined {
-  if (!RFC3339.test(text)) return undefined
+  const match = RFC3339.exec(text)
+  if (match === null) return undefined
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number]
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate()
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59) return undefined
+  if (match[9] !== undefined && (Number(match[9]) > 23 || Number(match[10]) > 59)) return undefined
   const ms = Date.parse(text.replace(' ', 'T'))
   return Number.isNaN(ms) ? undefined : ms
 }
