@@ -1,12 +1,15 @@
 /**
  * JSON Schemas of the ACL request bodies. Unknown fields are refused (readings.md); the response-only fields that
- * read-modify-write clients send back (CreateIndex, ModifyIndex, Hash, CreateTime) are accepted and ignored.
+ * read-modify-write clients send back (CreateIndex, ModifyIndex, Hash, CreateTime) are accepted when of their type,
+ * and ignored.
  */
 import type { Schema } from './validate.js'
 
 const string: Schema = { type: 'string' }
 const stringList: Schema = { type: 'array', items: string, maxItems: 1024 }
-const responseOnly = { CreateIndex: {}, ModifyIndex: {}, Hash: {}, CreateTime: {} } satisfies Record<string, Schema>
+/** Typed as Consul's Go structs decode them (uint64, []byte as base64 text, time.Time as text): a wrong type is a 400. */
+const raftIndex: Schema = { type: 'integer', minimum: 0 }
+const responseOnly = { CreateIndex: raftIndex, ModifyIndex: raftIndex, Hash: string, CreateTime: string } satisfies Record<string, Schema>
 
 export const linkSchema: Schema = {
   type: 'object',
@@ -115,8 +118,8 @@ export const authMethodSchema: Schema = {
     Config: { type: 'object' },
     Namespace: string,
     NamespaceRules: { type: 'array', items: namespaceRuleSchema, maxItems: 256 },
-    CreateIndex: {},
-    ModifyIndex: {},
+    CreateIndex: raftIndex,
+    ModifyIndex: raftIndex,
   },
   additionalProperties: false,
 }
@@ -132,8 +135,8 @@ export const bindingRuleSchema: Schema = {
     BindName: string,
     BindVars: { type: 'object', additionalProperties: string },
     Namespace: string,
-    CreateIndex: {},
-    ModifyIndex: {},
+    CreateIndex: raftIndex,
+    ModifyIndex: raftIndex,
   },
   additionalProperties: false,
 }

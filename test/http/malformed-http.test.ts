@@ -140,6 +140,18 @@ describe('requests the HTTP parser refuses', () => {
       expect(token.body).to.include({ Field: 'CreateIndex' })
     })
 
+    it('accepts response-only fields sent back only with their type (Consul decodes them into uint64 and text)', async () => {
+      for (const [field, value] of [['CreateIndex', 'abc'], ['ModifyIndex', -1], ['Hash', { a: [1] }], ['CreateTime', 5]] as const) {
+        const response = await agent.request('PUT', '/v1/acl/token', { body: { Description: 'typed', [field]: value } })
+        expect(response.status, `${field}: ${response.text}`).to.equal(400)
+        expect(response.body).to.include({ Code: 'invalid_input', Field: field })
+      }
+      const read = await agent.request('PUT', '/v1/acl/token', { body: { Description: 'round trip' } })
+      expect(read.status, read.text).to.equal(200)
+      const again = await agent.request('PUT', `/v1/acl/token/${read.body.AccessorID}`, { body: { ...read.body, Description: 'round trip, updated' } })
+      expect(again.status, again.text).to.equal(200)
+    })
+
     it('refuses __proto__ as a top-level field of a config entry, as it is refused nested', async () => {
       const response = await agent.request('PUT', '/v1/config', { raw: '{"Kind":"service-defaults","Name":"protox","__proto__":{"Protocol":"http"}}', headers: { 'Content-Type': 'application/json' } })
       expect(response.status, response.text).to.equal(400)
