@@ -5,6 +5,7 @@
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
+import { errorBody } from './errors.js'
 
 export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
   // A client that is gone gets nothing more; nor does a socket whose current request (a blocking query before a
@@ -28,7 +29,7 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'request: its headers did not arrive in time']
         : [400, `request: is not valid HTTP/1.1 (${error.code ?? 'parse error'})`]
-  const body = JSON.stringify({ Error: message, Code: 'invalid_input' })
+  const body = JSON.stringify(errorBody('invalid_input', message))
   // Closed once written, whether or not the client closes its side.
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
@@ -42,6 +43,6 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
  */
 export function answerExpectation(request: IncomingMessage, response: ServerResponse): void {
   const expectation = String(request.headers.expect ?? '').slice(0, 64)
-  const body = JSON.stringify({ Error: `Expect: ${JSON.stringify(expectation)} is not supported (only 100-continue)`, Code: 'invalid_input', Field: 'Expect' })
+  const body = JSON.stringify(errorBody('invalid_input', `Expect: ${JSON.stringify(expectation)} is not supported (only 100-continue)`, 'Expect'))
   response.writeHead(417, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }).end(body)
 }

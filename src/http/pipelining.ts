@@ -6,6 +6,7 @@
  * next is answered 429 in the one JSON shape, and the connection is closed after it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { errorBody, STATUS_BY_CODE } from './errors.js'
 
 export const PIPELINED_MAX = 16
 
@@ -22,8 +23,8 @@ export function boundPipelining(handler: (request: IncomingMessage, response: Se
       socket[UNANSWERED] = (socket[UNANSWERED] ?? 1) - 1
     })
     if (unanswered > PIPELINED_MAX) {
-      const body = JSON.stringify({ Error: `request: more than ${PIPELINED_MAX} requests are waiting for their answers on this connection; read them first`, Code: 'rate_limited' })
-      response.writeHead(429, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' }).end(body)
+      const body = JSON.stringify(errorBody('rate_limited', `request: more than ${PIPELINED_MAX} requests are waiting for their answers on this connection; read them first`))
+      response.writeHead(STATUS_BY_CODE.rate_limited, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' }).end(body)
       return
     }
     void handler(request, response)
