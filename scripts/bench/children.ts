@@ -53,6 +53,32 @@ export function spawnTracked(command: string, args: string[], options: SpawnOpti
   return child
 }
 
+/**
+ * The port a yardstick child reports as its first `{"port": N}` line on stdout (koa-hello.ts, hold-baseline.ts);
+ * rejects if it exits or fails first, or says nothing within `timeoutMs`.
+ */
+export function reportedPort(child: ChildProcess, name: string, timeoutMs = 30_000): Promise<number> {
+  return new Promise<number>((resolvePort, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not report its port within ${timeoutMs / 1000} s`)), timeoutMs)
+    let text = ''
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      text += chunk
+      const line = /^\{.*\}$/m.exec(text)?.[0]
+      if (line === undefined) return
+      clearTimeout(timer)
+      resolvePort((JSON.parse(line) as { port: number }).port)
+    })
+    child.once('error', (error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`${name} exited ${code}`))
+    })
+  })
+}
+
 export function registerCleanup(cleanup: Cleanup): () => void {
   cleanups.add(cleanup)
   return () => cleanups.delete(cleanup)

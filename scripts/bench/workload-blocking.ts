@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path'
 import { TSX_LOADER } from './cannon.js'
-import { runTracked, spawnTracked, stopChild } from './children.js'
+import { reportedPort, runTracked, spawnTracked, stopChild } from './children.js'
 import type { BenchContext } from './context.js'
 import { UsageMonitor } from './procfs.js'
 import type { BlockingSummary, System } from './results.js'
@@ -36,30 +36,14 @@ export async function holdBaseline(ctx: BenchContext, kind: 'http' | 'koa'): Pro
   const env = { ...process.env }
   delete env.NODE_OPTIONS
   const script = join(import.meta.dirname, 'hold-baseline.ts')
-  const child = spawnTracked('bash', ['-c', `${RAISE_ULIMIT}; exec "$0" "$@"`, process.execPath, '--import', TSX_LOADER, script, kind], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env,
-  })
+  const child = spawnTracked(
+    'bash',
+    ['-c', `${RAISE_ULIMIT}; exec "$0" "$@"`, process.execPath, '--import', TSX_LOADER, script, kind],
+    { stdio: ['ignore', 'pipe', 'inherit'], env },
+    script,
+  )
   try {
-    const port = await new Promise<number>((resolvePort, reject) => {
-      const timer = setTimeout(() => reject(new Error('hold-baseline did not report its port within 30 s')), 30_000)
-      let text = ''
-      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-        text += chunk
-        const line = /^\{.*\}$/m.exec(text)?.[0]
-        if (line === undefined) return
-        clearTimeout(timer)
-        resolvePort((JSON.parse(line) as { port: number }).port)
-      })
-      child.once('error', (error) => {
-        clearTimeout(timer)
-        reject(error)
-      })
-      child.once('exit', (code) => {
-        clearTimeout(timer)
-        reject(new Error(`hold-baseline exited ${code}`))
-      })
-    })
+    const port = await reportedPort(child, 'hold-baseline')
     const pid = child.pid ?? 0
     const system = kind === 'http' ? 'node' : 'koa'
     const { summary, processes } = await runDriver(ctx, { address: `127.0.0.1:${port}`, token: '', count, pid, baseline: true }, [{ label: system, pid }])

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { TSX_LOADER } from './cannon.js'
 import { load, warmUp, type BenchContext } from './context.js'
-import { spawnTracked, stopChild } from './children.js'
+import { reportedPort, spawnTracked, stopChild } from './children.js'
 import { base64, type EtcdCluster } from './etcd.js'
 import { pool } from './http-client.js'
 import type { WardenCluster } from './warden.js'
@@ -106,17 +106,9 @@ async function koaLoad(ctx: BenchContext, mode: string, name: string, rotation: 
   const script = join(import.meta.dirname, 'koa-hello.ts')
   const env = { ...process.env }
   delete env.NODE_OPTIONS
-  const child = spawnTracked(process.execPath, ['--import', TSX_LOADER, script, mode], { stdio: ['ignore', 'pipe', 'inherit'], env })
+  const child = spawnTracked(process.execPath, ['--import', TSX_LOADER, script, mode], { stdio: ['ignore', 'pipe', 'inherit'], env }, script)
   try {
-    const port = await new Promise<number>((resolvePort, reject) => {
-      let text = ''
-      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-        text += chunk
-        const line = /^\{.*\}$/m.exec(text)?.[0]
-        if (line !== undefined) resolvePort((JSON.parse(line) as { port: number }).port)
-      })
-      child.once('exit', (code) => reject(new Error(`koa-hello exited ${code}`)))
-    })
+    const port = await reportedPort(child, 'koa-hello')
     const request = { method: 'GET', path: rotation?.rotatePaths[0] ?? '/', headers: rotation?.headers ?? {} }
     await warmUp(ctx, { origin: `http://127.0.0.1:${port}`, connections: READ_CONNECTIONS, requests: [request], watched: [] })
     await load(ctx, {
