@@ -23,6 +23,7 @@ import { WebSocket, WebSocketServer } from 'ws'
 import { assert } from '../lib/assert.js'
 import { Backoff, type BackoffOptions } from '../lib/backoff.js'
 import { BoundedQueue } from '../lib/bounded-queue.js'
+import { clusterAddressProblem } from '../lib/cluster-address.js'
 import { errorFromWire, InvalidInputError, WardenError, type WireError } from '../lib/errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
 import { TransportError, type Delivery, type TransportErrorCode } from './errors.js'
@@ -188,6 +189,8 @@ export class PeerTransport {
   private readonly host: LinkHost
   /** Bounds the warning about dropped pending handshakes (anyone reaching the peer port can cause it). */
   private readonly pendingWarnings = new LogLimiter()
+  /** Bounds the warning about a peer skipped for its address: setPeers runs again on every membership change. */
+  private readonly peerWarnings = new LogLimiter()
 
   private constructor(
     private readonly nodeName: string,
@@ -225,6 +228,12 @@ export class PeerTransport {
       throw new InvalidInputError('advertiseAddress', `must be at most ${ADDRESS_CHARS_MAX} characters`)
     }
     if (options.clusterKey === '') throw new InvalidInputError('clusterKey', 'must not be empty')
+    // The peers given at start are the agent's own settings: a bad one is refused here, where the operator sees it,
+    // while setPeers (fed later from replicated state too) skips one instead.
+    for (const [name, address] of options.peers) {
+      const problem = name === options.nodeName ? undefined : peerProblem(name, address)
+      if (problem !== undefined) throw new InvalidInputError('peers', problem)
+    }
     const clusterKey = options.clusterKey === undefined ? undefined : new ClusterKey(options.clusterKey)
     const log = transportLogger(options.log, options.nodeName)
 
@@ -331,16 +340,31 @@ export class PeerTransport {
   /**
    * Replaces the peer set. Removed peers lose their link, queue and requests; new peers are dialed at once; a peer
    * whose address changed keeps an open link (identity is its name) and is redialed at the new address otherwise.
+   *
+   * The addresses may come from replicated state (the member table a joining server's entry wrote), and applying a
+   * committed entry must never throw for what a peer sent: that would stop every node, and again at each restart.
+   * So a peer whose name or address is not valid is skipped with a rate-limited warning; one already known keeps
+   * its last valid address. The agent's own --peer settings are refused, not skipped, in start().
    */
   setPeers(peers: Map<string, string>): void {
     assert(this.stopping === undefined, 'setPeers after stop')
     const wanted = new Map([...peers].filter(([name]) => name !== this.nodeName))
-    for (const [name, address] of wanted) validatePeer(name, address)
     if (wanted.size > 0 && this.host.clusterKey === undefined) {
       throw new InvalidInputError('clusterKey', 'required when the cluster has other nodes')
     }
-    for (const peer of [...this.peers.values()]) if (!wanted.has(peer.name)) this.removePeer(peer)
+    const usable = new Map<string, string>()
     for (const [name, address] of wanted) {
+      const problem = peerProblem(name, address)
+      if (problem === undefined) {
+        usable.set(name, address)
+        continue
+      }
+      const peer = name.slice(0, 140)
+      const kept = this.peers.get(name)?.address
+      this.peerWarnings.warn(this.log, `skipped peer\u0000${peer}`, { peer, problem, ...(kept === undefined ? {} : { kept }) }, 'peer skipped: its name or address is not valid')
+    }
+    for (const peer of [...this.peers.values()]) if (!wanted.has(peer.name)) this.removePeer(peer)
+    for (const [name, address] of usable) {
       const peer = this.peers.get(name)
       if (peer === undefined) this.addPeer(name, address)
       else if (peer.address !== address) this.readdress(peer, address)
@@ -781,17 +805,14 @@ function resolveSettings(options: TransportOptions): Settings {
   return settings
 }
 
-/** host:port, where host is a name, an IPv4 address or a bracketed IPv6 address: what `ws://${address}` dials. */
-const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[^\s:/?#[\]@]+):(\d{1,5})$/
-
-function validatePeer(name: string, address: string): void {
-  if (!isNodeName(name as unknown)) {
-    throw new InvalidInputError('peers', `node name ${JSON.stringify(name.slice(0, 140))} must be 1 to 128 characters`)
-  }
-  const port = HOST_PORT.exec(address)?.[1]
-  if (port === undefined || Number(port) < 1 || Number(port) > 65535 || address.length > ADDRESS_CHARS_MAX) {
-    throw new InvalidInputError('peers', `address of ${name} must be host:port, got ${JSON.stringify(address.slice(0, 300))}`)
-  }
+/**
+ * Why a peer cannot be dialed, or undefined. The address rule is the one in lib/cluster-address.ts, which also makes
+ * sure `ws://${address}` parses: the WebSocket constructor throws on a URL it cannot parse, inside a dial timer.
+ */
+function peerProblem(name: string, address: string): string | undefined {
+  if (!isNodeName(name as unknown)) return `node name ${JSON.stringify(name.slice(0, 140))} must be 1 to 128 characters`
+  const problem = clusterAddressProblem(address)
+  return problem === undefined ? undefined : `address of ${name}: ${problem}`
 }
 
 /** A child logger for this module; the module and node name are added unless the parent already carries them. */
