@@ -97,7 +97,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   const clusterAddress = started.clusterAddress
   const now = Date.now
   const bootstrapWrites = async (): Promise<void> => {
-    if (started.singleNodeLogEmpty || (await getRecord(state.reader, policySpec, GLOBAL_MANAGEMENT_POLICY_ID)) === undefined) {
+    if ((await getRecord(state.reader, policySpec, GLOBAL_MANAGEMENT_POLICY_ID)) === undefined) {
       const bootstrapToken = managementToken === undefined ? undefined : managementTokenRecord(managementToken, 'Initial Management Token', now())
       await replica.propose({ v: COMMAND_VERSION, type: 'acl.init', ...(bootstrapToken === undefined ? {} : { bootstrapToken }) })
     } else if (managementToken !== undefined && (await tokenBySecret(state.reader, managementToken)) === undefined) {
@@ -107,21 +107,23 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   }
   // The cloud settings are written as the link at every start, over a link written earlier through the API (api.md).
   const configuredLink = linkFromSettings(config.cloud, now())
-  if (started.raft === undefined) {
-    await bootstrapWrites()
-    if (configuredLink !== undefined) await replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink })
-  } else {
-    // A Raft member cannot write before a leader exists, and a founding member may start before its peers: the
-    // leader writes the built-ins once its first entry commits (the command is idempotent), and this node writes its
-    // link settings once there is a leader, retrying in the background.
-    const raftLog = log.child({ module: 'bootstrap' })
+  // No write before a leader exists, and a founding member may start before its peers: the leader writes the
+  // built-ins once its first entry commits (the command is idempotent), and this node writes its link settings once
+  // there is a leader, retrying in the background. A server alone leads at once: it serves nothing before both are in.
+  const raftLog = log.child({ module: 'bootstrap' })
+  const leading = new Promise<void>((resolve) => {
     started.onLeadership(() => {
       replica
         .readBarrier('consistent')
         .then(bootstrapWrites)
-        .catch((error: unknown) => raftLog.warn({ err: error }, 'bootstrap writes failed; the next leader retries'))
+        .then(resolve, (error: unknown) => raftLog.warn({ err: error }, 'bootstrap writes failed; the next leader retries'))
     })
-    if (configuredLink !== undefined) void retryInBackground(() => replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink }), raftLog)
+  })
+  if (started.alone) {
+    await leading
+    if (configuredLink !== undefined) await replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink })
+  } else if (configuredLink !== undefined) {
+    void retryInBackground(() => replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink }), raftLog)
   }
 
   const closing = new AbortController()

@@ -86,6 +86,12 @@ export interface RaftConfig {
    * wakes, long after the other servers stopped honouring it and elected another leader.
    */
   readonly clock?: () => number
+  /**
+   * This server neither grants votes nor campaigns until its commit index reaches this index. A server that came back
+   * with an empty data dir forgot its votes and its log: until the leader has re-added it and it has caught up past
+   * that point, its vote could elect a leader missing committed entries, or be given twice in one term. Default 0.
+   */
+  readonly voteFromIndex?: number
 }
 
 interface Settings {
@@ -270,6 +276,8 @@ export class RaftCore {
   private prevSoftState: SoftState
   /** The Ready handed out and not yet advanced. */
   private readyInProgress: Ready | null = null
+  /** See RaftConfig.voteFromIndex. */
+  private voteFromIndex: number
 
   constructor(
     config: RaftConfig,
@@ -279,6 +287,7 @@ export class RaftCore {
     const problems = validateRaftConfig(config)
     assert(problems.length === 0, `invalid Raft configuration: ${problems.join('; ')}`)
     this.id = config.id
+    this.voteFromIndex = config.voteFromIndex ?? 0
     this.leaseClock = config.clock ?? (() => this.nowTicks)
     this.settings = {
       electionTimeoutTicks: config.electionTimeoutTicks,
@@ -421,6 +430,21 @@ export class RaftCore {
   reportUnreachable(to: NodeId): void {
     const progress = this.progress.get(to)
     if (this.role === 'leader' && progress !== undefined && progress.state === 'replicate') progress.becomeProbe()
+  }
+
+  /** Sets RaftConfig.voteFromIndex (the leader told a rebuilt server where it was re-added). */
+  setVoteFromIndex(index: number): void {
+    this.voteFromIndex = index
+  }
+
+  /** The index of a snapshot received from a leader that waits in the next Ready to be installed, or null. */
+  pendingSnapshotIndex(): number | null {
+    return this.log.unstable.snapshot?.index ?? null
+  }
+
+  /** Whether this server may vote and campaign (see RaftConfig.voteFromIndex). */
+  mayVote(): boolean {
+    return this.log.commitIndex >= this.voteFromIndex
   }
 
   /**
@@ -698,7 +722,7 @@ export class RaftCore {
 
   /** Whether this server may campaign: it is a voter in its latest configuration, and not installing a snapshot. */
   private promotable(): boolean {
-    return isVoter(this.log.configuration(), this.id) && this.log.unstable.snapshot === null
+    return isVoter(this.log.configuration(), this.id) && this.log.unstable.snapshot === null && this.mayVote()
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -784,9 +808,8 @@ export class RaftCore {
     // Figure 2 (RequestVote receiver): grant if we have not voted for someone else in this term and the
     // candidate's log is at least as up-to-date as ours (§5.4.1). A PreVote for a later term asks only the second.
     const canVote =
-      this.votedFor === message.from ||
-      (this.votedFor === null && this.leader === null) ||
-      (message.preVote && message.term > this.term)
+      this.mayVote() &&
+      (this.votedFor === message.from || (this.votedFor === null && this.leader === null) || (message.preVote && message.term > this.term))
     if (canVote && this.log.isUpToDate(message.lastLogIndex, message.lastLogTerm)) {
       // Answer in the message's term: a PreVote's term is ahead of ours, and the pre-candidate ignores older terms.
       this.send<'requestVoteResponse'>({ type: 'requestVoteResponse', to: message.from, term: message.term, preVote: message.preVote, granted: true })
@@ -884,8 +907,11 @@ export class RaftCore {
 
   private handleAppendEntries(message: AppendEntries): void {
     if (message.prevLogIndex < this.log.commitIndex) {
-      // Everything up to our commitIndex matches the leader's log (Leader Completeness); say so and let it resend.
-      this.sendAppendEntriesResponse(message.from, true, this.log.commitIndex, 0, 0)
+      // Everything up to our commitIndex matches the leader's log (Leader Completeness). Acknowledge no further than
+      // what this message shows the leader holds: should that property ever be broken (a voter rebuilt without being
+      // re-added), an acknowledgement past the leader's own log would make it look for entries it never had.
+      const index = Math.min(this.log.commitIndex, message.prevLogIndex + message.entries.length)
+      this.sendAppendEntriesResponse(message.from, true, index, 0, 0)
       return
     }
     const lastNewIndex = this.log.maybeAppend(message.prevLogIndex, message.prevLogTerm, message.leaderCommit, message.entries)
@@ -985,8 +1011,10 @@ export class RaftCore {
       }
       return
     }
-    const updated = progress.maybeUpdate(message.index)
-    if (!updated && !(progress.matchIndex === message.index && progress.state === 'probe')) return
+    // A follower never holds more of this term's log than the leader sent; an index past our log is a broken follower.
+    const index = Math.min(message.index, this.log.lastIndex())
+    const updated = progress.maybeUpdate(index)
+    if (!updated && !(progress.matchIndex === index && progress.state === 'probe')) return
     if (progress.state === 'probe') {
       progress.becomeReplicate()
     } else if (progress.state === 'snapshot' && progress.matchIndex + 1 >= this.log.firstIndex()) {

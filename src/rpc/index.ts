@@ -1,5 +1,6 @@
 /**
- * The HTTP layer reaches the cluster only through this module: today the single-node replica, later forwarding to
- * the Raft leader (writes, default and consistent reads).
+ * The HTTP layer and the controllers reach the cluster only through this module: writes and reads go through
+ * ClusterNode, which forwards to the Raft leader what only the leader can do.
  */
-export type { Cluster } from '../replica/cluster.js'
+export type { Cluster, RaftState } from './cluster.js'
+export { ClusterNode } from './cluster-node.js'

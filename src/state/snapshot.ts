@@ -3,15 +3,15 @@
  * view at one applied index, whatever applies meanwhile) and streamed in bounded chunks; and the receiving side, which
  * builds the new state in a staging directory beside the live one and switches to it atomically.
  *
- * The switch survives a crash at any point: the staged directory is marked complete only after everything is written
- * and synced, and `finishStateSwitch` (run before the state is opened at start) completes a switch that a crash
- * interrupted. Directories: `state` (live), `state.incoming` (staging), `state.old` (being retired).
+ * The switch survives a crash at any point: the staged database is marked complete only after everything is written
+ * and synced, the renames are made durable with the directory's fsync before the old state is removed, and
+ * `finishStateSwitch` (run before the state is opened at start) completes a switch that a crash interrupted, or
+ * discards a staged state nobody installed. Databases (see files.ts): live, incoming (staging), old (being retired).
  */
-import { rename, rm, stat, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { decode } from './codec.js'
+import type { StateFiles } from './files.js'
 import { APPLIED_KEY } from './keys.js'
-import { openStateDb, type StateDb } from './reader.js'
+import type { StateDb } from './reader.js'
 import type { StateStore } from './store.js'
 
 export const CHUNK_BYTES_MAX = 512 * 1024
@@ -50,88 +50,94 @@ export async function openStateSnapshot(store: StateStore): Promise<StateSnapsho
   }
 }
 
-export function stagingDirectory(stateDirectory: string): string {
-  return `${stateDirectory}.incoming`
-}
-
-/** The receiving side: a fresh database in the staging directory, filled chunk by chunk. */
+/** The receiving side: a fresh database in the staging place, filled chunk by chunk. */
 export class IncomingState {
   private constructor(
-    private readonly directory: string,
+    private readonly files: StateFiles,
     private readonly db: StateDb,
   ) {}
 
-  static async create(stateDirectory: string): Promise<IncomingState> {
-    const directory = stagingDirectory(stateDirectory)
-    await rm(directory, { recursive: true, force: true })
-    const db = await openStateDb(directory)
-    return new IncomingState(directory, db)
+  static async create(files: StateFiles): Promise<IncomingState> {
+    await files.remove('incoming')
+    const db = await files.openDb('incoming')
+    return new IncomingState(files, db)
   }
 
   async write(pairs: ReadonlyArray<readonly [string, Uint8Array]>): Promise<void> {
     await this.db.batch(pairs.map(([key, value]) => ({ type: 'put' as const, key, value: Buffer.from(value) })))
   }
 
-  /** Syncs, closes and marks the staged state complete; returns its applied index. */
+  /** Syncs, closes and marks the staged state complete (durably); returns its applied index. */
   async complete(): Promise<number> {
     const applied = await this.db.get(APPLIED_KEY)
     await this.db.put('m\u0000staged', Buffer.alloc(0), { sync: true })
     await this.db.close()
-    await writeFile(join(this.directory, COMPLETE_MARKER), '')
+    await this.files.mark('incoming', COMPLETE_MARKER)
     return applied === undefined ? 0 : decode<number>(applied)
   }
 
+  /** Removes the staged state. Safe to call at any point, and more than once. */
   async abort(): Promise<void> {
     if (this.db.status === 'open') await this.db.close()
-    await rm(this.directory, { recursive: true, force: true })
+    await this.files.remove('incoming')
   }
 }
 
-async function exists(path: string): Promise<boolean> {
+/** Discards a staged state (complete or not) that is not going to be installed. */
+export async function discardStagedState(files: StateFiles): Promise<void> {
+  await files.remove('incoming')
+}
+
+/**
+ * Moves a complete staged state into place: live → old, staged → live, the directory synced so both renames are on
+ * disk, then old removed. Each step is a rename, so a crash leaves one of the states `finishStateSwitch` recognises.
+ */
+export async function switchToStagedState(files: StateFiles): Promise<void> {
+  await files.remove('old')
+  if (await files.exists('live')) await files.rename('live', 'old')
+  await files.rename('incoming', 'live')
+  await files.syncDirectory()
+  await files.unmark('live', COMPLETE_MARKER)
+  await files.remove('old')
+  await files.syncDirectory()
+}
+
+async function appliedIndexOf(files: StateFiles, name: 'live' | 'incoming' | 'old'): Promise<number> {
+  const db = await files.openDb(name)
   try {
-    await stat(path)
-    return true
-  } catch {
-    return false
+    const applied = await db.get(APPLIED_KEY)
+    return applied === undefined ? 0 : decode<number>(applied)
+  } finally {
+    await db.close()
   }
 }
 
 /**
- * Moves a complete staged state into place: live → old, staged → live, then removes old. Each step is a rename, so
- * a crash leaves one of the states `finishStateSwitch` recognises.
+ * Run before opening the state at start. A staged state is switched in only when the Raft log already depends on it:
+ * it is complete, the Raft snapshot was recorded at exactly its applied index (the install's persist step ran), and
+ * it is newer than the live state. Anything else staged (a stream cut short, a snapshot the core refused, one whose
+ * install never reached the log) is discarded: a start never switches in state older than what is live. A live state
+ * missing because a crash came between the two renames is taken back from `old`.
  */
-export async function switchToStagedState(stateDirectory: string): Promise<void> {
-  const staged = stagingDirectory(stateDirectory)
-  const old = `${stateDirectory}.old`
-  await rm(old, { recursive: true, force: true })
-  if (await exists(stateDirectory)) await rename(stateDirectory, old)
-  await rename(staged, stateDirectory)
-  await rm(join(stateDirectory, COMPLETE_MARKER), { force: true })
-  await rm(old, { recursive: true, force: true })
-}
-
-/**
- * Run before opening the state at start. A complete staged state that the Raft log already depends on (its snapshot
- * index is at least the staged applied index) finishes switching in; an incomplete one is discarded; a live state
- * missing because a crash came between the two renames is taken from `old` or from the staging directory.
- */
-export async function finishStateSwitch(stateDirectory: string, raftSnapshotIndex: number): Promise<void> {
-  const staged = stagingDirectory(stateDirectory)
-  const old = `${stateDirectory}.old`
-  if (await exists(staged)) {
-    const complete = await exists(join(staged, COMPLETE_MARKER))
-    if (complete && raftSnapshotIndex > 0) {
-      const db = await openStateDb(staged)
-      const applied = await db.get(APPLIED_KEY)
-      await db.close()
-      const stagedIndex = applied === undefined ? 0 : decode<number>(applied)
-      if (stagedIndex <= raftSnapshotIndex && stagedIndex > 0) {
-        await switchToStagedState(stateDirectory)
-        return
-      }
+export async function finishStateSwitch(files: StateFiles, raftSnapshotIndex: number): Promise<void> {
+  if (await files.exists('incoming')) {
+    let install = false
+    if (raftSnapshotIndex > 0 && (await files.hasMark('incoming', COMPLETE_MARKER))) {
+      const stagedIndex = await appliedIndexOf(files, 'incoming')
+      const current = (await files.exists('live')) ? 'live' : (await files.exists('old')) ? 'old' : undefined
+      const liveIndex = current === undefined ? 0 : await appliedIndexOf(files, current)
+      install = stagedIndex === raftSnapshotIndex && stagedIndex > liveIndex
     }
-    await rm(staged, { recursive: true, force: true })
+    if (install) {
+      // Also when the crash came between the renames: old is then the state being retired, and goes.
+      await switchToStagedState(files)
+      return
+    }
+    await files.remove('incoming')
   }
-  if (!(await exists(stateDirectory)) && (await exists(old))) await rename(old, stateDirectory)
-  await rm(old, { recursive: true, force: true })
+  if (!(await files.exists('live')) && (await files.exists('old'))) {
+    await files.rename('old', 'live')
+    await files.syncDirectory()
+  }
+  await files.remove('old')
 }

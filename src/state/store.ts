@@ -11,7 +11,8 @@ import { decode, encode } from './codec.js'
 import { dispatch, isKnownCommandType } from './apply.js'
 import { COMMAND_VERSION, type ApplyResult, type Command } from './commands.js'
 import { APPLIED_KEY, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
-import { dbReader, openStateDb, type Reader, type StateDb } from './reader.js'
+import { directoryFiles, type StateFiles } from './files.js'
+import { dbReader, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
 import { Watches } from './watch.js'
 
@@ -80,7 +81,8 @@ export class StateStore {
 
   private constructor(
     db: StateDb,
-    private readonly directory: string,
+    /** Where the live database is, and where a snapshot is staged beside it. */
+    readonly files: StateFiles,
   ) {
     this.currentDb = db
     this.currentReader = dbReader(db)
@@ -96,7 +98,12 @@ export class StateStore {
   }
 
   static async open(directory: string): Promise<StateStore> {
-    const store = new StateStore(await openStateDb(directory), directory)
+    return StateStore.openFiles(directoryFiles(directory))
+  }
+
+  /** Opens the live database of `files` (the simulator passes a simulated disk). */
+  static async openFiles(files: StateFiles): Promise<StateStore> {
+    const store = new StateStore(await files.openDb('live'), files)
     await store.loadIndexes()
     return store
   }
@@ -115,10 +122,10 @@ export class StateStore {
    * staged database into place while this store has it closed, then the store reopens, reloads its indexes and wakes
    * every watcher and cache. Called from the apply loop only, so no apply runs meanwhile.
    */
-  async replace(switchDirectories: (directory: string) => Promise<void>): Promise<void> {
+  async replace(switchDirectories: (files: StateFiles) => Promise<void>): Promise<void> {
     await this.currentDb.close()
-    await switchDirectories(this.directory)
-    this.currentDb = await openStateDb(this.directory)
+    await switchDirectories(this.files)
+    this.currentDb = await this.files.openDb('live')
     this.currentReader = dbReader(this.currentDb)
     await this.loadIndexes()
     for (const listener of this.resetListeners) listener()

@@ -1,7 +1,7 @@
 /**
  * Fixtures for tests that run the state machine on real LevelDB stores (test/unit/state, test/unit/controllers):
  *
- * - opening a data dir's LogStore and StateStore, or a whole single-node replica over a fresh temporary data dir, with
+ * - opening a data dir's Raft storage and StateStore, or a whole single-node replica over a fresh temporary data dir, with
  *   their closing registered on a `TempDirs` (support/temp-dir.ts), so a failing test leaves nothing open or on disk;
  * - builders for commands and for the TokenCreate they carry, which fill in what a test does not care about;
  * - byte-level reads of a store: its dump, a comparison of two dumps that names the first difference, and a check that
@@ -12,8 +12,12 @@
  */
 import { expect } from 'chai'
 import { join } from 'node:path'
-import { LogStore } from '../../src/raft/storage/log-store.js'
-import { SingleNodeReplica } from '../../src/replica/single-node.js'
+import { pino } from 'pino'
+import { realEnvironment } from '../../src/lib/environment.js'
+import { LevelRaftStorage } from '../../src/raft/storage/level-storage.js'
+import type { PeerLinks } from '../../src/replica/peer-links.js'
+import { RaftReplica } from '../../src/replica/raft-replica.js'
+import { ClusterNode } from '../../src/rpc/cluster-node.js'
 import {
   COMMAND_VERSION,
   type AuthMethodWrite,
@@ -36,36 +40,73 @@ import { useTempDirs, type TempDirs } from './temp-dir.js'
 
 // ---- stores and replicas ---------------------------------------------------------------------------------------------
 
-/** Opens `<dataDir>/log` and `<dataDir>/state` as the agent lays them out; `dirs` closes them (state first) at cleanup. */
-export async function openStores(dirs: TempDirs, dataDir: string): Promise<{ log: LogStore; state: StateStore }> {
-  const log = await LogStore.open(join(dataDir, 'log'))
+/** Opens `<dataDir>/raft` and `<dataDir>/state` as the agent lays them out; `dirs` closes them (state first) at cleanup. */
+export async function openStores(dirs: TempDirs, dataDir: string): Promise<{ storage: LevelRaftStorage; state: StateStore }> {
+  const storage = await LevelRaftStorage.open(join(dataDir, 'raft'))
   const state = await StateStore.open(join(dataDir, 'state'))
-  dirs.defer(() => log.close())
+  dirs.defer(() => storage.close())
   dirs.defer(() => state.close())
-  return { log, state }
+  return { storage, state }
+}
+
+/** Peer links for a server alone: nothing to send to, nobody to ask. */
+export const NO_LINKS: PeerLinks = {
+  send: () => false,
+  request: (to) => Promise.reject(new Error(`no peer ${to}`)),
+  onMessage: () => undefined,
+  onRequest: () => undefined,
+  onPeerState: () => undefined,
+  setPeers: () => undefined,
+  advertisedAddress: () => undefined,
+}
+
+/**
+ * A one-voter Raft group (the agent's path for a server without peers) over already opened stores, started; resolves
+ * once it leads. The caller stops the replica before closing the stores.
+ */
+export async function startSingleNode(name: string, storage: LevelRaftStorage, state: StateStore, onFatal: (error: unknown) => void): Promise<{ replica: RaftReplica; cluster: ClusterNode }> {
+  if (storage.membershipRecord() === null) await storage.saveMembershipRecord({ voters: [name], voteFromIndex: 0 })
+  const replica = new RaftReplica({
+    nodeName: name,
+    dialAddresses: new Map([[name, '127.0.0.1:1']]),
+    membership: storage.membershipRecord()!,
+    storage,
+    state,
+    links: NO_LINKS,
+    environment: realEnvironment,
+    log: pino({ level: 'silent' }),
+    onFatal,
+    heartbeatIntervalMs: 50,
+    electionTimeoutMs: 500,
+    snapshotThreshold: 8192,
+  })
+  const cluster = new ClusterNode(replica, undefined)
+  await replica.start()
+  await cluster.readBarrier('consistent')
+  return { replica, cluster }
 }
 
 export interface ReplicaFixture {
   dir: string
-  log: LogStore
+  storage: LevelRaftStorage
   state: StateStore
-  replica: SingleNodeReplica
+  replica: ClusterNode
 }
 
 /**
- * A single-node replica (node `n1`) over stores in a fresh temporary data dir, with the built-ins written (`acl.init`
- * at index 1). A fatal error of the replica is thrown. At cleanup `dirs` stops the replica, closes the state, then the
- * log, and removes the dir.
+ * A single-node replica (node `n1`) over stores in a fresh temporary data dir, with the built-ins written (`acl.init`).
+ * A fatal error of the replica is thrown. At cleanup `dirs` stops the replica, closes the state, then the log, and
+ * removes the dir.
  */
 export async function openReplica(dirs: TempDirs, prefix: string): Promise<ReplicaFixture> {
   const dir = await dirs.make(prefix)
-  const { log, state } = await openStores(dirs, dir)
-  const replica = new SingleNodeReplica(log, state, 'n1', '127.0.0.1:1', (error) => {
+  const { storage, state } = await openStores(dirs, dir)
+  const { replica, cluster } = await startSingleNode('n1', storage, state, (error) => {
     throw error
   })
   dirs.defer(() => replica.stop())
-  await replica.propose(commands.init())
-  return { dir, log, state, replica }
+  await cluster.propose(commands.init())
+  return { dir, storage, state, replica: cluster }
 }
 
 /**

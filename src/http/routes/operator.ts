@@ -65,7 +65,8 @@ async function join(ctx: ApiContext): Promise<void> {
   // Every node dials the address once the leader commits it: one that cannot be dialed must not get that far.
   checkClusterAddress('Address', body.Address)
   const result = await ctx.state.app.cluster.join(body)
-  ctx.body = { Members: result.members }
+  // VoteFromIndex: the log index at which the server was (re-)added; it may not vote before its log reaches it.
+  ctx.body = { Members: result.members, VoteFromIndex: result.voteFromIndex }
 }
 
 const joinSchema: Schema = {

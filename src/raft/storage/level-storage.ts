@@ -4,22 +4,26 @@
  * core never sees anything that a crash could take back.
  *
  * Layout: `e<index, 16 hex digits>` entries (msgpack {term, type, data}), `h` the hard state, `s` the latest snapshot
- * metadata, `c` the last compacted entry (index, term), so term(firstIndex - 1) survives a restart.
+ * metadata, `c` the last compacted entry (index, term), so term(firstIndex - 1) survives a restart, `m` the
+ * membership record (how this server entered its cluster, raft-storage.ts).
  *
  * Concurrency: one writer (the driver's loop), one write at a time; reads are synchronous on the mirror.
  */
 import { Level } from 'level'
 import { Packr } from 'msgpackr'
 import { assert } from '../../lib/assert.js'
-import type { LogReader } from '../log-reader.js'
 import type { Entry, EntryType, HardState, SnapshotMetadata } from '../types.js'
 import { MemoryStorage } from './memory-storage.js'
+import type { MembershipRecord, PersistRequest, RaftStorage } from './raft-storage.js'
+
+export type { PersistRequest } from './raft-storage.js'
 
 const packr = new Packr({ useRecords: false })
 const ENTRY_PREFIX = 'e'
 const HARD_STATE_KEY = 'h'
 const SNAPSHOT_KEY = 's'
 const COMPACTED_KEY = 'c'
+const MEMBERSHIP_KEY = 'm'
 
 function entryKey(index: number): string {
   return ENTRY_PREFIX + index.toString(16).padStart(16, '0')
@@ -27,27 +31,30 @@ function entryKey(index: number): string {
 
 type Op = { type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }
 
-export interface PersistRequest {
-  snapshot?: SnapshotMetadata
-  entries: readonly Entry[]
-  hardState?: HardState
-}
+/** The database the log lives in: classic-level on disk, or a simulated one with the same API in the simulator. */
+export type RaftDb = Level<string, Buffer>
 
-export class LevelRaftStorage implements LogReader {
+export class LevelRaftStorage implements RaftStorage {
   /** The newest hard state the core gave; it may be ahead of LevelDB's (the mirror's) by a commit index (see persist). */
   private latestHardState: HardState
 
   private constructor(
-    private readonly db: Level<string, Buffer>,
+    private readonly db: RaftDb,
     private readonly mirror: MemoryStorage,
+    private membership: MembershipRecord | null,
   ) {
     this.latestHardState = mirror.hardState()
   }
 
   static async open(directory: string): Promise<LevelRaftStorage> {
-    const db = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer' })
-    await db.open()
+    return LevelRaftStorage.openDb(new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer' }))
+  }
+
+  /** Opens the log in `db` (opening the database if it is not open yet). */
+  static async openDb(db: RaftDb): Promise<LevelRaftStorage> {
+    if (db.status !== 'open') await db.open()
     const mirror = new MemoryStorage()
+    const membershipBytes = await db.get(MEMBERSHIP_KEY)
     const snapshotBytes = await db.get(SNAPSHOT_KEY)
     const compactedBytes = await db.get(COMPACTED_KEY)
     const hard = await db.get(HARD_STATE_KEY)
@@ -68,7 +75,16 @@ export class LevelRaftStorage implements LogReader {
     if (entries.length > 0) mirror.append(entries)
     if (snapshot !== null && snapshot.index > mirror.firstIndex() - 1) mirror.saveSnapshot(snapshot)
     if (hard !== undefined) mirror.setHardState(packr.unpack(hard) as HardState)
-    return new LevelRaftStorage(db, mirror)
+    return new LevelRaftStorage(db, mirror, membershipBytes === undefined ? null : (packr.unpack(membershipBytes) as MembershipRecord))
+  }
+
+  membershipRecord(): MembershipRecord | null {
+    return this.membership
+  }
+
+  async saveMembershipRecord(record: MembershipRecord): Promise<void> {
+    await this.db.put(MEMBERSHIP_KEY, packr.pack(record), { sync: true })
+    this.membership = record
   }
 
   hardState(): HardState {

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai'
 import { WardenError } from '../../../src/lib/errors.js'
-import { commandBytes, forwardFailure, settleForwarded, type ForwardBatch, type ReplicaResponse } from '../../../src/replica/forward.js'
+import { commandBytes, forwardFailure, settleForwarded, type ForwardBatch, type ReplicaResponse } from '../../../src/rpc/forward.js'
 import { TransportError } from '../../../src/transport/index.js'
 
 type Settled = { ok: true; value: ReplicaResponse } | { ok: false; error: WardenError }
@@ -23,7 +23,7 @@ function callers(count: number): { items: ForwardBatch['items']; settled: Array<
 
 const applied = (index: number): ReplicaResponse => ({ result: { ok: true, value: index }, index })
 
-describe('replica/forward: outcomes of forwarded writes', () => {
+describe('rpc/forward: outcomes of forwarded writes', () => {
   it('gives each caller its own outcome, in order, and rebuilds a refused write as its own error', () => {
     const { items, settled } = callers(3)
     const refused = new WardenError('rate_limited', 'too many writes are waiting to commit; retry later').toWire()

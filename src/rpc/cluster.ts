@@ -1,7 +1,7 @@
 /**
- * What the HTTP layer needs from the cluster: propose a command and get its apply result, and who leads. The
- * single-node replica implements it now; the Raft replica (with forwarding to the leader) implements it later, so
- * the HTTP layer does not change.
+ * What the HTTP layer and the controllers need from the cluster: propose a command and get its apply result, wait
+ * until a read may be served, who leads, and membership. ClusterNode (cluster-node.ts) implements it over the Raft
+ * replica, forwarding to the leader what only the leader can do.
  */
 import type { ApplyResult, Command } from '../state/commands.js'
 import type { JoinRequest } from '../lib/join-proof.js'
@@ -44,10 +44,11 @@ export interface Cluster {
   /** This node's Raft state, for operators and the cluster tool. */
   raftState(): RaftState
   /**
-   * Adds a server proven to hold the cluster key: records its address, adds it as a non-voter, and promotes it once
-   * it has caught up. Answers every member's address, for the joining server's peer links.
+   * Adds a server proven to hold the cluster key: records its address, adds it as a non-voter (removing it first if
+   * it asks while a voter: it lost its data), and promotes it once it has caught up. Answers every member's address,
+   * for the joining server's peer links, and the index before which the server may not vote.
    */
-  join(request: JoinRequest): Promise<{ members: Record<string, string> }>
+  join(request: JoinRequest): Promise<{ members: Record<string, string>; voteFromIndex: number }>
   /** Removes a server from the configuration (through the log). Rejects with a WardenError. */
   removeServer(which: { id?: string; address?: string }): Promise<void>
 }

@@ -1,17 +1,17 @@
 /**
  * Writes a follower forwards to the leader: the shapes of the request and answer, and what each outcome means for
- * the callers waiting on them. The batching itself (one request per turn of the event loop) is RaftReplica.forward.
+ * the callers waiting on them. The batching itself (one request per turn of the event loop) is in cluster-node.ts.
  */
 import { errorFromWire, WardenError, type WireError } from '../lib/errors.js'
-import type { ApplyResult } from '../state/commands.js'
 import { TransportError } from '../transport/index.js'
+import type { ProposalOutcome } from '../replica/raft-replica.js'
 
 /** A forwarded batch closes at this many commands or encoded bytes (a larger command goes alone). */
 export const FORWARD_BATCH_COMMANDS_MAX = 256
 export const FORWARD_BATCH_BYTES_MAX = 1024 * 1024
 
 /** The leader's answer to one forwarded command: its apply result and the log index it was applied at. */
-export type ReplicaResponse = { result: ApplyResult; index: number }
+export type ReplicaResponse = ProposalOutcome
 /** The leader's answer to a forwarded batch, one outcome per command, in order. */
 export type ProposeResponse = { outcomes: Array<ReplicaResponse | { error: WireError }> }
 

@@ -1,0 +1,82 @@
+/**
+ * How a server enters its cluster, decided once at its first start and recorded in its Raft storage
+ * (raft-storage.ts, MembershipRecord). A restart reads the record and never takes its membership from its flags again.
+ *
+ * First start, empty data dir:
+ * - no --peer and no --join: a cluster of one, founded at once;
+ * - --join: a new server for a running cluster; it asks a member to add it (without a vote until caught up);
+ * - --peer: a founding member, unless the cluster already exists. It cannot tell from its flags whether it is one of
+ *   the first servers or a rebuilt one whose data was wiped (etcd needs `--initial-cluster-state` for this), so it asks
+ *   its peers first (`discover`): if any of them already holds Raft state, it rejoins as a joining server does; if a
+ *   majority of the founding members (itself included) answer that they hold none, it founds. Until then it neither
+ *   votes nor campaigns, so it can only ever acknowledge entries it really stored.
+ * A data dir written before the record existed (an upgrade) gets one from its flags, as that release read them.
+ */
+import type { MembershipRecord, RaftStorage } from '../raft/storage/raft-storage.js'
+import { VOTE_INDEX_UNKNOWN } from '../raft/storage/raft-storage.js'
+
+export interface FoundingFlags {
+  nodeName: string
+  /** The names given with --peer, this node's included or not. */
+  peerNames: readonly string[]
+  /** Whether --join was given. */
+  joining: boolean
+}
+
+export type FoundingPlan =
+  | { readonly ok: true; readonly record: MembershipRecord; readonly save: boolean; readonly next: 'run' | 'discover' | 'join' }
+  | { readonly ok: false; readonly problem: string }
+
+/** Whether this storage holds anything Raft wrote: a term, an entry or a snapshot. */
+export function holdsRaftState(storage: RaftStorage): boolean {
+  return storage.hardState().term > 0 || storage.lastIndex() > 0 || storage.snapshot() !== null
+}
+
+function sameMembers(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && [...a].sort().every((name, i) => name === [...b].sort()[i])
+}
+
+export function planMembership(storage: RaftStorage, flags: FoundingFlags): FoundingPlan {
+  const founders = [...new Set([flags.nodeName, ...flags.peerNames])].sort()
+  const record = storage.membershipRecord()
+  if (record !== null) {
+    if (record.voters.length > 0 && flags.peerNames.length > 0 && !sameMembers(record.voters, founders)) {
+      return {
+        ok: false,
+        problem:
+          `--peer: this server's cluster was founded with the members ${record.voters.join(', ')}, but the flags name ` +
+          `${founders.join(', ')}. A member's name cannot change across restarts, and membership changes go through the ` +
+          `cluster (--join, DELETE /v1/operator/raft/peer); --peer may change a member's address, not the set of members`,
+      }
+    }
+    if (record.voteFromIndex !== VOTE_INDEX_UNKNOWN) return { ok: true, record, save: false, next: 'run' }
+    // A start that ended before the cluster answered: ask again.
+    return { ok: true, record, save: false, next: record.voters.length > 0 ? 'discover' : 'join' }
+  }
+  if (holdsRaftState(storage)) {
+    // Written by a release before the record: read the flags as that release did, once.
+    const upgraded: MembershipRecord = flags.joining && flags.peerNames.length === 0 ? { voters: [], voteFromIndex: 0 } : { voters: founders, voteFromIndex: 0 }
+    return { ok: true, record: upgraded, save: true, next: 'run' }
+  }
+  if (flags.joining) return { ok: true, record: { voters: [], voteFromIndex: VOTE_INDEX_UNKNOWN }, save: true, next: 'join' }
+  if (founders.length === 1) return { ok: true, record: { voters: founders, voteFromIndex: 0 }, save: true, next: 'run' }
+  return { ok: true, record: { voters: founders, voteFromIndex: VOTE_INDEX_UNKNOWN }, save: true, next: 'discover' }
+}
+
+/** A peer's answer to "do you hold Raft state?" during discovery. */
+export interface ClusterStateAnswer {
+  existing: boolean
+}
+
+/**
+ * Decides from the answers so far: 'rejoin' if any peer holds Raft state, 'found' once a majority of the founders
+ * (this node counted as fresh) answered that they hold none, 'wait' otherwise.
+ */
+export function decideFounding(founders: readonly string[], answers: ReadonlyMap<string, ClusterStateAnswer>): 'found' | 'rejoin' | 'wait' {
+  let fresh = 1
+  for (const answer of answers.values()) {
+    if (answer.existing) return 'rejoin'
+    fresh += 1
+  }
+  return fresh >= Math.floor(founders.length / 2) + 1 ? 'found' : 'wait'
+}

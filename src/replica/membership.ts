@@ -1,0 +1,310 @@
+/**
+ * Membership: the address book (who is dialed where), changes the leader makes (join, promotion, removal, a rebuilt
+ * server's re-add), and a new server's way in (discovery for a founding server with an empty data dir).
+ *
+ * Addresses: a server named by this node's flags (--peer) is dialed where the flags say, whatever it advertises (it may
+ * sit behind a proxy); every other member is dialed at the address the replicated member table records.
+ *
+ * Joining (Thesis §4.2.1): a new server is added as a non-voter and promoted once its log has reached the leader's
+ * commit index. A server that asks to join while it is a voter lost its data (or never heard the answer to its join):
+ * it is removed and added again as a non-voter, and told the index of that re-add, before which it neither votes nor
+ * campaigns (founding.ts, MembershipRecord).
+ */
+import { assert } from '../lib/assert.js'
+import { WardenError } from '../lib/errors.js'
+import { decodeConfiguration, type Entry } from '../raft/index.js'
+import type { MembershipRecord } from '../raft/storage/raft-storage.js'
+import { VOTE_INDEX_UNKNOWN } from '../raft/storage/raft-storage.js'
+import { COMMAND_VERSION, type Command } from '../state/commands.js'
+import { encodeCommand } from '../state/store.js'
+import { listRecords, memberSpec } from '../state/tables.js'
+import { decideFounding, type ClusterStateAnswer } from './founding.js'
+import type { RaftReplica } from './raft-replica.js'
+
+/** How long the leader waits for a joining server to catch up before leaving it a non-voter. */
+const PROMOTION_WAIT_MS = 120_000
+
+/** What a server that asked to join hears back: every member's address, and the index before which it may not vote. */
+export interface JoinAnswer {
+  members: Record<string, string>
+  voteFromIndex: number
+}
+
+/** Checks a cluster address from a join before it goes into the log; returns the problem, or undefined. */
+export type AddressCheck = (address: string) => string | undefined
+
+export class Membership {
+  /** Where each member is dialed (name → address), this node included (its advertised address). */
+  private readonly addresses: Map<string, string>
+  /** Addresses peers advertised in their handshakes, which may differ from the addresses dialed (proxies). */
+  private readonly advertised = new Map<string, string>()
+  private readonly promoting = new Set<string>()
+  private stopped = false
+  /** Checks a joining server's address; the agent sets the transport's rule. */
+  addressCheck: AddressCheck = () => undefined
+
+  constructor(
+    private readonly replica: RaftReplica,
+    private readonly dialAddresses: ReadonlyMap<string, string>,
+    private record: MembershipRecord,
+  ) {
+    this.addresses = new Map(dialAddresses)
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // The address book.
+
+  /** Reads the member table (at start, and after a snapshot replaced the state). */
+  async loadAddresses(): Promise<void> {
+    for (const member of await listRecords(this.replica.state.reader, memberSpec)) {
+      if (this.dialsFromTable(member.Node)) this.addresses.set(member.Node, member.Address)
+    }
+    this.updatePeers()
+  }
+
+  /** Whether this node dials `node` at the address the member table records (see the file's comment). */
+  private dialsFromTable(node: string): boolean {
+    return node !== this.replica.nodeName && !this.dialAddresses.has(node)
+  }
+
+  private updatePeers(): void {
+    const peers = new Map([...this.addresses].filter(([node, address]) => node !== this.replica.nodeName && address !== ''))
+    this.replica.links.setPeers(peers)
+  }
+
+  onPeerState(peer: string, connected: boolean): void {
+    const advertised = connected ? this.replica.links.advertisedAddress(peer) : undefined
+    if (advertised !== undefined) this.advertised.set(peer, advertised)
+  }
+
+  addressOf(node: string): string {
+    if (node === this.replica.nodeName) return this.addresses.get(node) ?? ''
+    return this.advertised.get(node) ?? this.addresses.get(node) ?? ''
+  }
+
+  /** Every member's address as this node knows it. */
+  knownAddresses(): Record<string, string> {
+    return Object.fromEntries(this.addresses)
+  }
+
+  /** Adds addresses a join answer gave (for members this node's flags do not name). */
+  learnAddresses(members: Record<string, string>): void {
+    for (const [node, address] of Object.entries(members)) if (this.dialsFromTable(node)) this.addresses.set(node, address)
+    this.updatePeers()
+  }
+
+  /**
+   * What an applied entry changes in the address book. Never throws: a committed entry is applied by every server, and
+   * an address no server can dial must not stop them all (it is skipped with a warning).
+   */
+  afterApply(entry: Entry, command: Command): void {
+    try {
+      if (command.type === 'raft.member.set' && this.dialsFromTable(command.Node)) {
+        this.addresses.set(command.Node, command.Address)
+        this.updatePeers()
+      } else if (command.type === 'raft.member.delete' && this.dialsFromTable(command.Node)) {
+        this.addresses.delete(command.Node)
+        this.updatePeers()
+      } else if (entry.type === 'configuration') {
+        const configuration = decodeConfiguration(entry.data)
+        this.replica.log.info({ index: entry.index, voters: configuration.voters, learners: configuration.learners }, 'membership changed')
+      }
+    } catch (error) {
+      this.replica.log.warn({ err: error, index: entry.index }, 'a membership entry could not be acted on; skipped')
+    }
+  }
+
+  membership(): { index: number; servers: Array<{ id: string; address: string; voter: boolean }> } {
+    const status = this.replica.status()
+    return {
+      index: status.configurationIndex,
+      servers: [
+        ...status.configuration.voters.map((id) => ({ id, address: this.addressOf(id), voter: true })),
+        ...status.configuration.learners.map((id) => ({ id, address: this.addressOf(id), voter: false })),
+      ],
+    }
+  }
+
+  peerAddresses(): string[] {
+    return this.replica.status().configuration.voters.map((id) => this.addressOf(id)).filter((address) => address !== '')
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // On the leader.
+
+  /** On a new leader: every member's address recorded, addresses of servers no longer members forgotten. */
+  onBecomeLeader(): void {
+    this.replica
+      .readIndex()
+      .then(async (confirmed) => {
+        if (confirmed === 'confirmed') await this.recordKnownMembers()
+      })
+      .catch((error: unknown) => this.replica.log.debug({ err: error }, 'recording members failed; the next leader retries'))
+  }
+
+  /**
+   * Every member of the configuration has its address recorded, and addresses of servers no longer in it (a leader
+   * that removed itself) are forgotten. A server between its address and its configuration change (a join under way)
+   * loses its address too; its join is retried and records it again.
+   */
+  private async recordKnownMembers(): Promise<void> {
+    const recorded = new Map((await listRecords(this.replica.state.reader, memberSpec)).map((member) => [member.Node, member.Address]))
+    const configuration = this.replica.status().configuration
+    const inConfiguration = new Set([...configuration.voters, ...configuration.learners])
+    for (const [node, address] of this.addresses) {
+      if (address !== '' && inConfiguration.has(node) && recorded.get(node) !== address) {
+        await this.propose({ v: COMMAND_VERSION, type: 'raft.member.set', Node: node, Address: address })
+      }
+    }
+    for (const node of recorded.keys()) {
+      if (!inConfiguration.has(node)) await this.propose({ v: COMMAND_VERSION, type: 'raft.member.delete', Node: node })
+    }
+  }
+
+  private async propose(command: Command): Promise<void> {
+    const { result } = await this.replica.proposeLocally(encodeCommand(command))
+    if (!result.ok) throw new WardenError('invalid_input', `${command.type} was refused: ${JSON.stringify(result)}`)
+  }
+
+  /** Adds `node` (or re-adds it without a vote, if it asks while a voter); the leader only. */
+  async joinAsLeader(node: string, address: string): Promise<JoinAnswer> {
+    const problem = this.addressCheck(address)
+    if (problem !== undefined) throw new WardenError('invalid_input', `Address: ${problem}`, 'Address')
+    if (node === this.replica.nodeName) throw new WardenError('invalid_input', `Node: ${node} is the leader itself and cannot join again`, 'Node')
+    await this.propose({ v: COMMAND_VERSION, type: 'raft.member.set', Node: node, Address: address })
+    if (this.replica.status().configuration.voters.includes(node)) {
+      // A voter asking to join lost its log and its votes (a rebuilt server): it must not count until caught up again.
+      await this.replica.proposeConfChange({ type: 'removeServer', nodeId: node })
+      this.replica.log.warn({ node }, 'a voter asked to join again (its data was lost): removed, re-adding it as a non-voter')
+    }
+    let voteFromIndex: number
+    const configuration = this.replica.status()
+    if (configuration.configuration.learners.includes(node)) {
+      // Already a non-voter (a join retried): it was added at or before the latest configuration.
+      voteFromIndex = configuration.configurationIndex
+    } else {
+      // Thesis §4.2.1: a new server joins without a vote, so that it cannot slow down commits while it catches up.
+      voteFromIndex = await this.replica.proposeConfChange({ type: 'addLearner', nodeId: node })
+      this.replica.log.info({ node, address }, 'server joined as a non-voter')
+    }
+    void this.promoteWhenCaughtUp(node)
+    return { members: this.knownAddresses(), voteFromIndex }
+  }
+
+  /** Promotes a learner once its log has reached the leader's commit index, checking for a bounded time. */
+  private async promoteWhenCaughtUp(node: string): Promise<void> {
+    if (this.promoting.has(node)) return
+    this.promoting.add(node)
+    const { environment } = this.replica
+    try {
+      const deadline = environment.now() + PROMOTION_WAIT_MS
+      while (!this.stopped && this.replica.isLeader() && environment.now() < deadline) {
+        const status = this.replica.status()
+        if (!status.configuration.learners.includes(node)) return
+        const progress = status.progress?.[node]
+        if (progress !== undefined && progress.matchIndex >= status.commitIndex) {
+          await this.replica.proposeConfChange({ type: 'addVoter', nodeId: node })
+          this.replica.log.info({ node }, 'server caught up and became a voter')
+          return
+        }
+        await this.replica.pause(100)
+      }
+      if (!this.stopped && this.replica.isLeader()) this.replica.log.warn({ node }, 'a joining server did not catch up in time; it stays a non-voter until it joins again')
+    } catch (error) {
+      this.replica.log.warn({ err: error, node }, 'promoting a joining server failed')
+    } finally {
+      this.promoting.delete(node)
+    }
+  }
+
+  /** Removes a server (Thesis §4.2.2: the leader may remove itself; it steps down once the change commits). */
+  async removeAsLeader(node: string): Promise<void> {
+    await this.replica.proposeConfChange({ type: 'removeServer', nodeId: node })
+    this.replica.log.info({ node }, 'server removed')
+    // The address goes after the configuration change, so the links the change needs stay up until it commits. A
+    // leader that removed itself has stepped down and is out of the cluster: the next leader forgets its address.
+    if (node !== this.replica.nodeName) await this.propose({ v: COMMAND_VERSION, type: 'raft.member.delete', Node: node })
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // A new server's way in.
+
+  afterStart(): void {
+    if (this.record.voteFromIndex === VOTE_INDEX_UNKNOWN && this.record.voters.length > 0) void this.discover()
+  }
+
+  /**
+   * A founding server with an empty data dir: asks its peers whether the cluster exists, then founds it or rejoins it
+   * (founding.ts). Until one of the two is recorded it neither votes nor campaigns.
+   */
+  private async discover(): Promise<void> {
+    const founders = this.record.voters
+    const { links, log } = this.replica
+    for (let attempt = 0; !this.stopped; attempt += 1) {
+      const answers = new Map<string, ClusterStateAnswer>()
+      await Promise.all(
+        founders
+          .filter((peer) => peer !== this.replica.nodeName)
+          .map(async (peer) => {
+            try {
+              const answer = (await links.request(peer, { kind: 'cluster-state' }, 1_000)) as Partial<ClusterStateAnswer> | undefined
+              if (typeof answer?.existing === 'boolean') answers.set(peer, { existing: answer.existing })
+            } catch {
+              // Not reachable yet, or a build that does not know the question: no answer counts either way.
+            }
+          }),
+      )
+      if (this.stopped) return
+      const decision = this.replica.holdsRaftState() ? 'rejoin' : decideFounding(founders, answers)
+      if (decision === 'found') {
+        await this.recordVoteFrom(0)
+        log.info({ founders }, 'founded the cluster: a majority of its founding members hold no Raft state')
+        return
+      }
+      if (decision === 'rejoin') {
+        log.warn('this server has an empty data dir but its cluster exists: rejoining as a non-voter until it has caught up')
+        await this.rejoinThroughPeers()
+        return
+      }
+      await this.replica.pause(Math.min(2_000, 100 * 2 ** Math.min(attempt, 5)))
+    }
+  }
+
+  /** Asks any peer to have the leader re-add this server, until one answers. */
+  private async rejoinThroughPeers(): Promise<void> {
+    const { links, log } = this.replica
+    const address = this.addressOf(this.replica.nodeName)
+    for (let attempt = 0; !this.stopped; attempt += 1) {
+      for (const peer of this.addresses.keys()) {
+        if (peer === this.replica.nodeName || this.stopped) continue
+        try {
+          const answer = (await links.request(peer, { kind: 'join', node: this.replica.nodeName, address }, this.replica.applyWaitMs)) as Partial<JoinAnswer>
+          if (typeof answer?.voteFromIndex !== 'number') throw new Error('the answer to the join names no index')
+          if (answer.members !== undefined) this.learnAddresses(answer.members)
+          await this.recordVoteFrom(answer.voteFromIndex)
+          log.info({ through: peer, voteFromIndex: answer.voteFromIndex }, 'rejoined the cluster')
+          return
+        } catch (error) {
+          log.debug({ err: error, through: peer, attempt }, 'rejoin attempt failed; retrying')
+        }
+      }
+      await this.replica.pause(Math.min(2_000, 100 * 2 ** Math.min(attempt, 5)))
+    }
+  }
+
+  /** Records the index from which this server may vote (once its join was answered, or it founded). */
+  async recordVoteFrom(voteFromIndex: number): Promise<void> {
+    assert(voteFromIndex !== VOTE_INDEX_UNKNOWN, 'recording an unknown vote index')
+    this.record = { voters: this.record.voters, voteFromIndex }
+    await this.replica.setVoteFromIndex(voteFromIndex, this.record.voters)
+  }
+
+  /** Whether this server still waits for the cluster to answer its join (or its discovery). */
+  awaitingJoin(): boolean {
+    return this.record.voteFromIndex === VOTE_INDEX_UNKNOWN
+  }
+
+  stop(): void {
+    this.stopped = true
+  }
+}

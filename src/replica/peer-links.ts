@@ -1,0 +1,21 @@
+/**
+ * What the driver needs from its peer links. The agent passes the real transport (src/transport); the simulator passes
+ * a simulated network. Promises the driver relies on:
+ * - `send` is fire-and-forget: a message may be lost, delayed, duplicated or reordered, never altered, and never
+ *   delivered from anyone but its sender. It returns false when the message could not even be queued.
+ * - `request` resolves with the peer handler's answer, rejects with the error the handler threw (rebuilt as a
+ *   WardenError), or with a TransportError whose `delivered` says whether the peer may have acted on it.
+ * - Handlers run on the driver's event loop, one message at a time per call; they may be called at any moment between
+ *   the driver's own steps.
+ */
+export interface PeerLinks {
+  send(to: string, message: unknown): boolean
+  request(to: string, message: unknown, timeoutMs: number): Promise<unknown>
+  onMessage(handler: (from: string, message: unknown) => void): void
+  onRequest(handler: (from: string, message: unknown) => Promise<unknown>): void
+  onPeerState(handler: (peer: string, connected: boolean) => void): void
+  /** The servers to keep links to (name → address to dial); links to others are closed. */
+  setPeers(peers: Map<string, string>): void
+  /** The address `peer` advertised in its handshake while connected (it may differ from the one dialed: proxies). */
+  advertisedAddress(peer: string): string | undefined
+}

@@ -1,0 +1,332 @@
+/**
+ * The cluster as the HTTP layer sees it (Cluster), over this node's Raft replica: writes proposed here when this node
+ * leads and forwarded to the leader otherwise; read barriers (lease, ReadIndex); joins and removals routed to the
+ * leader. On the leader it also serves what followers forward.
+ *
+ * Outcomes are reported honestly: applied with its result; `no_leader` when the write was not applied (safe to retry:
+ * within raft.leader_wait it is retried here first, so a failover does not surface as errors); `outcome_unknown` when
+ * it may have been applied.
+ *
+ * Reads: stale reads at once; default reads under the leader's lease; consistent reads (and default reads without a
+ * lease, and every non-stale read on a follower) after a ReadIndex round (Thesis §6.4) and once this node has applied
+ * up to the read index.
+ */
+import { sleep } from '../lib/environment.js'
+import { WardenError } from '../lib/errors.js'
+import { verifyJoinRequest, type JoinRequest } from '../lib/join-proof.js'
+import type { JoinAnswer } from '../replica/membership.js'
+import type { RaftReplica } from '../replica/raft-replica.js'
+import { COMMAND_VERSION, type ApplyResult, type Command } from '../state/commands.js'
+import { encodeCommand } from '../state/store.js'
+import { TransportError } from '../transport/index.js'
+import type { Cluster, RaftState } from './cluster.js'
+import {
+  commandBytes,
+  FORWARD_BATCH_BYTES_MAX,
+  FORWARD_BATCH_COMMANDS_MAX,
+  forwardFailure,
+  settleForwarded,
+  type ForwardBatch,
+  type ProposeResponse,
+  type ReplicaResponse,
+} from './forward.js'
+
+/**
+ * Pause before a write that was refused as not applied (its leader went away) is tried again: a follower learns of a
+ * dead leader only after an election timeout, so trying at once would only fail again.
+ */
+const RETRY_PAUSE_MS = 50
+
+const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
+
+export class ClusterNode implements Cluster {
+  /** Forwarded commands waiting for the end of this turn of the event loop, when they leave in one request. */
+  private forwardBatch: ForwardBatch | undefined
+  /** Counts for operators (GET /v1/operator/raft/state): how much write traffic came through this node. */
+  private readonly forwarded = { writes: 0, requests: 0 }
+  /** The read index the reads of this turn of the event loop will share (see readIndex). */
+  private readBatch: Promise<'confirmed' | 'no_leader'> | undefined
+
+  /**
+   * @param clusterKey proves joining servers; without one (a single server started without a key) nobody may join.
+   */
+  constructor(
+    readonly replica: RaftReplica,
+    private readonly clusterKey: string | undefined,
+  ) {
+    replica.handleRequests('propose', async (_from, request) => {
+      this.mustLead()
+      return this.replica.proposeLocally(commandBytes(request['data']))
+    })
+    replica.handleRequests('propose-batch', (_from, request) => this.serveBatch(request['commands']))
+    replica.handleRequests('join', async (_from, request) => ({ ok: true, ...(await this.routeJoin(String(request['node']), String(request['address']), request['forwarded'] === true)) }))
+    replica.handleRequests('remove', async (_from, request) => {
+      this.mustLead()
+      await this.replica.membershipChanges.removeAsLeader(String(request['node']))
+      return { ok: true }
+    })
+  }
+
+  private mustLead(): void {
+    if (!this.replica.isLeader()) throw new WardenError('no_leader', 'this node is no longer the leader; retry')
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Writes.
+
+  async propose(command: Command): Promise<ApplyResult> {
+    this.replica.checkRunning()
+    const data = encodeCommand(command)
+    const { environment } = this.replica
+    const deadline = environment.now() + this.replica.leaderWaitMs
+    for (;;) {
+      try {
+        if (this.replica.isLeader()) return (await this.replica.proposeLocally(data)).result
+        const leader = this.replica.leader
+        if (leader !== null) {
+          const response = await this.forward(leader, data)
+          // Serve the caller's next read from this node with its own write in it.
+          await this.replica.afterApplied(response.index, Math.min(this.replica.applyWaitMs, 5_000)).catch(() => undefined)
+          return response.result
+        }
+      } catch (error) {
+        // no_leader means the write was not applied: the leader it went to died, stepped down or lost the entry to a
+        // new leader. Until the leader wait is up it is tried again, as a write that found no leader at first waits
+        // for one. Any other failure is the caller's to see.
+        if (!(error instanceof WardenError) || error.code !== 'no_leader' || this.replica.isStopped || environment.now() >= deadline) throw error
+        await sleep(environment, Math.min(RETRY_PAUSE_MS, Math.max(0, deadline - environment.now())))
+        continue
+      }
+      await this.replica.waitForLeader(deadline)
+    }
+  }
+
+  /**
+   * Forwards a command to the leader with every other command this node's callers send during the same turn of the
+   * event loop: one request and one answer for the batch instead of one each. The leader proposes them together, so
+   * they commit in the same Raft batch, and answers once every one of them has an outcome.
+   */
+  private forward(leader: string, data: Uint8Array): Promise<ReplicaResponse> {
+    let batch = this.forwardBatch
+    if (batch !== undefined && (batch.leader !== leader || batch.items.length >= FORWARD_BATCH_COMMANDS_MAX || batch.bytes + data.byteLength > FORWARD_BATCH_BYTES_MAX)) {
+      this.sendForwardBatch(batch)
+      batch = undefined
+    }
+    if (batch === undefined) {
+      const opened: ForwardBatch = { leader, bytes: 0, items: [] }
+      this.forwardBatch = batch = opened
+      this.replica.environment.defer(() => this.sendForwardBatch(opened))
+    }
+    batch.bytes += data.byteLength
+    return new Promise<ReplicaResponse>((resolve, reject) => batch.items.push({ data, resolve, reject }))
+  }
+
+  private sendForwardBatch(batch: ForwardBatch): void {
+    if (this.forwardBatch === batch) this.forwardBatch = undefined
+    if (batch.items.length === 0) return
+    const items = batch.items.splice(0)
+    if (this.replica.isStopped) {
+      const error = new WardenError('no_leader', 'this node is shutting down; the write was not applied, retry on another node')
+      for (const item of items) item.reject(error)
+      return
+    }
+    // Nothing has left yet, so the batch may follow a leader change that happened since it opened.
+    if (this.replica.isLeader()) {
+      for (const item of items) this.replica.proposeLocally(item.data).then(item.resolve, item.reject)
+      return
+    }
+    const leader = this.replica.leader ?? batch.leader
+    this.forwarded.requests += 1
+    this.forwarded.writes += items.length
+    this.replica.links.request(leader, { kind: 'propose-batch', commands: items.map((item) => item.data) }, this.replica.applyWaitMs).then(
+      (response) => settleForwarded(leader, items, response),
+      (error: unknown) => {
+        // A leader that does not know batches (an older build, during a rolling upgrade) refuses the request whole,
+        // before proposing any of it: send the commands one by one, as that build expects.
+        if (error instanceof WardenError && error.code === 'invalid_input') {
+          this.forwarded.requests += items.length
+          for (const item of items) this.forwardOne(leader, item.data).then(item.resolve, item.reject)
+          return
+        }
+        const failure = forwardFailure(leader, error)
+        for (const item of items) item.reject(failure)
+      },
+    )
+  }
+
+  private async forwardOne(leader: string, data: Uint8Array): Promise<ReplicaResponse> {
+    try {
+      const response = (await this.replica.links.request(leader, { kind: 'propose', data }, this.replica.applyWaitMs)) as Partial<ReplicaResponse>
+      if (typeof response?.index !== 'number' || typeof response.result !== 'object') throw new WardenError('outcome_unknown', `the leader ${leader} answered in a form this node does not know; the write may or may not have been applied`)
+      return response as ReplicaResponse
+    } catch (error) {
+      throw forwardFailure(leader, error)
+    }
+  }
+
+  /** A follower's batch, on the leader: each command succeeds or fails on its own. */
+  private async serveBatch(commandsField: unknown): Promise<ProposeResponse> {
+    if (!Array.isArray(commandsField)) throw new WardenError('invalid_input', 'unknown replica request')
+    // Checked whole before anything is proposed: a refusal of the request must mean that none of it was applied.
+    const commands = commandsField.map(commandBytes)
+    this.mustLead()
+    const settled = await Promise.allSettled(commands.map((data) => this.replica.proposeLocally(data)))
+    return {
+      outcomes: settled.map((outcome) => {
+        if (outcome.status === 'fulfilled') return outcome.value
+        const error = outcome.reason instanceof WardenError ? outcome.reason : new WardenError('outcome_unknown', 'the write failed on the leader in an unexpected way; it may or may not have been applied')
+        return { error: error.toWire() }
+      }),
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Reads.
+
+  async readBarrier(mode: 'leader' | 'stale' | 'consistent'): Promise<void> {
+    if (mode === 'stale') return
+    this.replica.checkRunning()
+    const { environment } = this.replica
+    const deadline = environment.now() + this.replica.leaderWaitMs
+    for (;;) {
+      if (mode === 'leader') {
+        const index = this.replica.leaseRead()
+        if (index !== null) return this.replica.afterApplied(index)
+      }
+      if (this.replica.leader !== null) {
+        if ((await this.readIndex()) === 'confirmed') return
+        // The core knew no leader when the batch asked (this node's view of the leader lags the core's by a Ready):
+        // wait for one, as a read that found none at first does, and ask again.
+        if (environment.now() >= deadline) throw new WardenError('no_leader', 'no leader could confirm the read in time; retry')
+        await (this.replica.leader === null ? this.replica.waitForLeader(deadline) : sleep(environment, 10))
+        continue
+      }
+      await this.replica.waitForLeader(deadline)
+    }
+  }
+
+  /**
+   * One read index for every read that asks during this turn of the event loop, requested at its end: each read of
+   * the batch arrived before the request left, so the leader's commit index when it answers is at least what any of
+   * them must see (Thesis §6.4). Requesting it at the first read and letting later ones join would not be safe: a
+   * write acknowledged after the request reached the leader but before a later read arrived could be missing from
+   * that read. Batching spares the leader a message and a confirmation per read.
+   */
+  private readIndex(): Promise<'confirmed' | 'no_leader'> {
+    this.readBatch ??= new Promise<'confirmed' | 'no_leader'>((resolve, reject) =>
+      this.replica.environment.defer(() => {
+        this.readBatch = undefined
+        this.replica.readIndex().then(resolve, reject)
+      }),
+    )
+    return this.readBatch
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Membership.
+
+  async join(request: JoinRequest): Promise<{ members: Record<string, string>; voteFromIndex: number }> {
+    if (this.clusterKey === undefined) {
+      throw new WardenError('invalid_input', 'this server runs without a cluster key, so no server can prove it may join: start every member with a cluster key (--cluster-key) to form a cluster')
+    }
+    if (!verifyJoinRequest(this.clusterKey, request, this.replica.environment.wallNow())) {
+      throw new WardenError('permission_denied', 'the join request does not prove the cluster key (or is older than a minute)')
+    }
+    if (!NODE_NAME.test(request.Node)) throw new WardenError('invalid_input', 'Node: is not a valid node name', 'Node')
+    return this.routeJoin(request.Node, request.Address, false)
+  }
+
+  /** Joins on the leader, or forwards the join there (once: a forwarded join is not forwarded again). */
+  private async routeJoin(node: string, address: string, forwarded: boolean): Promise<JoinAnswer> {
+    if (!NODE_NAME.test(node)) throw new WardenError('invalid_input', 'Node: is not a valid node name', 'Node')
+    return this.onLeader(
+      () => this.replica.membershipChanges.joinAsLeader(node, address),
+      async (leader) => {
+        if (forwarded) throw new WardenError('no_leader', 'this node is not the leader; retry')
+        const answer = (await this.requestLeader(leader, { kind: 'join', node, address, forwarded: true })) as Partial<JoinAnswer>
+        return { members: answer.members ?? {}, voteFromIndex: typeof answer.voteFromIndex === 'number' ? answer.voteFromIndex : 0 }
+      },
+    )
+  }
+
+  async removeServer(which: { id?: string; address?: string }): Promise<void> {
+    const servers = this.membership().servers
+    const id = which.id ?? servers.find((server) => server.address === which.address)?.id
+    const field = which.id !== undefined ? 'id' : 'address'
+    if (id === undefined || !servers.some((server) => server.id === id)) {
+      throw new WardenError('invalid_input', `${field}: ${which.id ?? which.address} is not a server of this cluster`, field)
+    }
+    const voters = servers.filter((server) => server.voter)
+    if (voters.length === 1 && voters[0]!.id === id) {
+      throw new WardenError('invalid_input', `${field}: ${id} is the only voter of this cluster and cannot be removed`, field)
+    }
+    await this.onLeader(
+      () => this.replica.membershipChanges.removeAsLeader(id),
+      async (leader) => {
+        await this.requestLeader(leader, { kind: 'remove', node: id })
+      },
+    )
+  }
+
+  /** Runs `local` on the leader, or `forward` to the leader from a follower, waiting a while for a leader to exist. */
+  private async onLeader<T>(local: () => Promise<T>, forward: (leader: string) => Promise<T>): Promise<T> {
+    this.replica.checkRunning()
+    const deadline = this.replica.environment.now() + this.replica.leaderWaitMs
+    for (;;) {
+      if (this.replica.isLeader()) return local()
+      const leader = this.replica.leader
+      if (leader !== null) return forward(leader)
+      await this.replica.waitForLeader(deadline)
+    }
+  }
+
+  private async requestLeader(leader: string, request: Record<string, unknown>): Promise<unknown> {
+    try {
+      return await this.replica.links.request(leader, request, this.replica.applyWaitMs)
+    } catch (error) {
+      if (error instanceof TransportError) throw new WardenError(error.delivered === 'no' ? 'no_leader' : 'outcome_unknown', `the leader ${leader} did not answer: ${error.message}`)
+      throw error
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Status.
+
+  leaderAddress(): string {
+    return this.replica.leaderAddress()
+  }
+
+  peerAddresses(): string[] {
+    return this.replica.membershipChanges.peerAddresses()
+  }
+
+  isLeader(): boolean {
+    return this.replica.isLeader()
+  }
+
+  lastContactMs(): number {
+    return this.replica.lastContactMs()
+  }
+
+  membership(): { index: number; servers: Array<{ id: string; address: string; voter: boolean }> } {
+    return this.replica.membershipChanges.membership()
+  }
+
+  raftState(): RaftState {
+    const status = this.replica.status()
+    return {
+      node: this.replica.nodeName,
+      role: status.role,
+      term: status.term,
+      leader: status.leader,
+      commitIndex: status.commitIndex,
+      appliedIndex: this.replica.state.lastApplied,
+      lastIndex: status.lastIndex,
+      lastContactMs: this.replica.lastContactMs(),
+      forwardedWrites: this.forwarded.writes,
+      forwardedRequests: this.forwarded.requests,
+    }
+  }
+}
+
+export { COMMAND_VERSION }

@@ -1,0 +1,36 @@
+/**
+ * The outbound side of `--join`: a new server asks a running member, over its HTTP API, to add it, proving the
+ * cluster key without sending it (lib/join-proof.ts). It tries each address in turn, with a growing pause, until one
+ * answers; then it learns every member's address and the index before which it may not vote.
+ */
+import { makeJoinRequest } from '../lib/join-proof.js'
+import type { RaftReplica } from '../replica/raft-replica.js'
+
+export async function joinThroughHttp(replica: RaftReplica, httpAddresses: readonly string[], clusterKey: string, advertiseAddress: string): Promise<void> {
+  const { environment, log } = replica
+  for (let attempt = 0; !replica.isStopped; attempt += 1) {
+    for (const httpAddress of httpAddresses) {
+      if (replica.isStopped) return
+      try {
+        const request = makeJoinRequest(clusterKey, replica.nodeName, advertiseAddress, environment.wallNow())
+        const response = await fetch(`http://${httpAddress}/v1/operator/raft/join`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify(request),
+          signal: AbortSignal.timeout(replica.applyWaitMs),
+        })
+        const body = (await response.json()) as { Members?: Record<string, string>; VoteFromIndex?: number; Error?: string }
+        if (!response.ok || body.Members === undefined) throw new Error(body.Error ?? `HTTP ${response.status}`)
+        replica.membershipChanges.learnAddresses(body.Members)
+        // A leader of an earlier release does not say: it added this server as a new non-voter, as before.
+        await replica.membershipChanges.recordVoteFrom(typeof body.VoteFromIndex === 'number' ? body.VoteFromIndex : 0)
+        log.info({ through: httpAddress, members: Object.keys(body.Members) }, 'joined the cluster')
+        return
+      } catch (error) {
+        if (replica.isStopped) return
+        log.warn({ err: error, through: httpAddress, attempt }, 'join attempt failed; retrying')
+      }
+    }
+    await replica.pause(Math.min(5_000, 250 * 2 ** Math.min(attempt, 5)))
+  }
+}
