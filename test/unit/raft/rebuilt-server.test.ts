@@ -1,0 +1,147 @@
+/**
+ * A server rebuilt with an empty data dir forgot its log and its votes, which Raft assumes are never lost (Figure 2,
+ * "Persistent state on all servers"; Thesis §3.8). The core's part in rebuilding it safely, driven step by step:
+ * - voteFromIndex: until its commit index reaches the index at which the leader re-added it, the server grants neither
+ *   votes nor pre-votes and never campaigns, so its vote cannot be a second one in a term it forgot, nor elect a
+ *   leader missing entries it had acknowledged and lost (§5.2, §5.4.1, Thesis §9.6);
+ * - acknowledgements bounded by the leader's log: a follower acknowledges no more than the entries an AppendEntries
+ *   showed it (§5.3), and a leader never counts a follower as holding more than its own log (Leader Append-Only,
+ *   Figure 3), so that a broken Leader Completeness cannot make a leader look for entries it never had.
+ */
+import { expect } from 'chai'
+import type { AppendEntries, RequestVote } from '../../../src/raft/messages.js'
+import { VOTE_INDEX_UNKNOWN } from '../../../src/raft/storage/raft-storage.js'
+import { entriesWithTerms, newNode, sent, storageWithLog, TestNetwork, type TestNode } from './support.js'
+
+function voteRequest(fields: Partial<RequestVote> & Pick<RequestVote, 'from' | 'to' | 'term'>): RequestVote {
+  return { type: 'requestVote', preVote: false, lastLogIndex: 0, lastLogTerm: 0, transfer: false, ...fields }
+}
+
+function appendEntries(fields: Partial<AppendEntries> & Pick<AppendEntries, 'term'>): AppendEntries {
+  return { type: 'appendEntries', from: 'a', to: 'c', prevLogIndex: 0, prevLogTerm: 0, entries: [], leaderCommit: 0, ...fields }
+}
+
+/** Asks `voter` for a vote and a pre-vote of a later term, from a candidate whose log is ahead of any; returns the answers. */
+function askForVotes(voter: TestNode, term: number): { vote: boolean | undefined; preVote: boolean | undefined } {
+  voter.core.step(voteRequest({ from: 'b', to: voter.id, term, preVote: true, lastLogIndex: 100, lastLogTerm: 100 }))
+  const preVote = sent(voter.drain(), 'requestVoteResponse')[0]?.granted
+  voter.core.step(voteRequest({ from: 'b', to: voter.id, term, lastLogIndex: 100, lastLogTerm: 100 }))
+  const vote = sent(voter.drain(), 'requestVoteResponse')[0]?.granted
+  return { vote, preVote }
+}
+
+describe('raft: a rebuilt server (empty data dir)', function () {
+  describe('voteFromIndex: no vote and no campaign before the commit index reaches it', function () {
+    it('grants neither a vote nor a pre-vote while its commit index is below voteFromIndex (§5.2, §5.4.1, Thesis §9.6)', function () {
+      const voter = newNode('c', ['a', 'b', 'c'], { preVote: true, voteFromIndex: 3 })
+      expect(voter.core.mayVote()).to.equal(false)
+      // The candidate's log is ahead of the empty one: only voteFromIndex stands between it and both grants.
+      expect(askForVotes(voter, 1)).to.deep.equal({ vote: false, preVote: false })
+      expect(voter.status.votedFor).to.equal(null)
+    })
+
+    it('does not campaign on an election timeout, nor when asked to, nor on TimeoutNow, while below voteFromIndex (§5.2, Thesis §3.10)', function () {
+      for (const preVote of [false, true]) {
+        const node = newNode('c', ['a', 'b', 'c'], { preVote, voteFromIndex: 3 })
+        node.tick(100)
+        node.core.campaign()
+        node.core.step({ type: 'timeoutNow', from: 'a', to: 'c', term: 0 })
+        expect(node.status, `preVote ${preVote}`).to.include({ role: 'follower', term: 0, votedFor: null })
+        expect(sent(node.drain(), 'requestVote'), `preVote ${preVote}`).to.deep.equal([])
+      }
+    })
+
+    it('votes, pre-votes and campaigns once the leader’s entries bring its commit index to voteFromIndex (§5.2)', function () {
+      const voter = newNode('c', ['a', 'b', 'c'], { preVote: true, voteFromIndex: 3 })
+      voter.core.step(appendEntries({ term: 1, entries: entriesWithTerms([1, 1, 1]), leaderCommit: 2 }))
+      voter.drain()
+      expect(voter.status.commitIndex).to.equal(2)
+      expect(voter.core.mayVote()).to.equal(false)
+      expect(askForVotes(voter, 2)).to.deep.equal({ vote: false, preVote: false })
+      voter.core.step(appendEntries({ term: 2, prevLogIndex: 3, prevLogTerm: 1, leaderCommit: 3 }))
+      voter.drain()
+      expect(voter.status.commitIndex).to.equal(3)
+      expect(voter.core.mayVote()).to.equal(true)
+      expect(askForVotes(voter, 3)).to.deep.equal({ vote: true, preVote: true })
+      // And it campaigns on its own timeout: a pre-election first, for the term after the one it voted in.
+      voter.tick(20)
+      expect(voter.status.role).to.equal('preCandidate')
+      const requests = sent(voter.drain(), 'requestVote')
+      expect(requests.map((m) => [m.to, m.term, m.preVote])).to.deep.equal([
+        ['a', 4, true],
+        ['b', 4, true],
+      ])
+    })
+
+    it('setVoteFromIndex moves the bar at once: the unknown index stops voting, an index at or below the commit index allows it', function () {
+      const node = newNode('c', ['a', 'b', 'c'], {}, storageWithLog([1, 1], { term: 1, commitIndex: 2 }))
+      expect(node.core.mayVote()).to.equal(true)
+      // A server whose discovery has not been answered yet knows no index: it waits.
+      node.core.setVoteFromIndex(VOTE_INDEX_UNKNOWN)
+      expect(askForVotes(node, 2)).to.deep.equal({ vote: false, preVote: false })
+      node.tick(100)
+      expect(node.status.role).to.equal('follower')
+      // The leader answered the rejoin with an index this server has already committed.
+      node.core.setVoteFromIndex(2)
+      expect(askForVotes(node, 3)).to.deep.equal({ vote: true, preVote: true })
+      node.tick(20)
+      expect(node.status).to.include({ role: 'candidate', term: 4, votedFor: 'c' })
+    })
+
+    it('a restart with voteFromIndex at or below the durable commit index votes at once', function () {
+      const node = newNode('c', ['a', 'b', 'c'], { voteFromIndex: 2 }, storageWithLog([1, 1], { term: 1, commitIndex: 2 }))
+      expect(node.core.mayVote()).to.equal(true)
+      expect(askForVotes(node, 2)).to.deep.equal({ vote: true, preVote: true })
+    })
+  })
+
+  it('a follower whose commit index is beyond a probe’s prevLogIndex acknowledges no more than prevLogIndex + entries.length (§5.3)', function () {
+    const follower = newNode('c', ['a', 'b', 'c'], {}, storageWithLog([1, 1, 1, 1, 1], { term: 1, commitIndex: 5 }))
+    follower.core.step(appendEntries({ term: 2, prevLogIndex: 1, prevLogTerm: 1 }))
+    follower.core.step(appendEntries({ term: 2, prevLogIndex: 1, prevLogTerm: 1, entries: entriesWithTerms([1, 1], 2) }))
+    // Past its commit index the entries are not taken (the leader sends them again from there): its commit index at most.
+    follower.core.step(appendEntries({ term: 2, prevLogIndex: 4, prevLogTerm: 1, entries: entriesWithTerms([1, 1], 5) }))
+    const answers = sent(follower.drain(), 'appendEntriesResponse')
+    expect(answers.map((m) => [m.success, m.index])).to.deep.equal([
+      [true, 1],
+      [true, 3],
+      [true, 5],
+    ])
+    expect(follower.status.commitIndex).to.equal(5)
+  })
+
+  describe('a leader never counts a follower as holding more than its own log (Figure 3, Leader Append-Only)', function () {
+    it('clamps an acknowledgement beyond its last index to that index, and goes on replicating to that follower', function () {
+      const network = TestNetwork.of(['a', 'b', 'c'])
+      network.elect('a')
+      const leader = network.node('a')
+      expect(leader.status.lastIndex).to.equal(1)
+      leader.core.step({ type: 'appendEntriesResponse', from: 'b', to: 'a', term: 1, success: true, index: 10, conflictIndex: 0, conflictTerm: 0 })
+      // Looking for entry 10 it never had would have asked for a snapshot that does not exist.
+      expect(() => network.settle()).to.not.throw()
+      expect(leader.status.progress!['b']!.matchIndex).to.equal(1)
+      expect(leader.status.progress!['b']!.nextIndex).to.equal(2)
+      expect(leader.status.commitIndex).to.equal(1)
+      network.propose('a', 'x')
+      expect(leader.status.progress!['b']!.matchIndex).to.equal(2)
+      expect(leader.status.commitIndex).to.equal(2)
+      expect(network.node('b').appliedCommands()).to.deep.equal(['x'])
+    })
+
+    it('a leader elected by two voters rebuilt without being re-added does not crash on the third, whose commit index is past its log', function () {
+      // The unsafe rebuild this guards against: a and b lost their data and vote at once (voteFromIndex 0); c
+      // committed 5 entries. Leader Completeness is broken; the leader must still not look for entries it never had.
+      const ids = ['a', 'b', 'c']
+      const network = new TestNetwork([
+        newNode('a', ids, {}, undefined, 1),
+        newNode('b', ids, {}, undefined, 2),
+        newNode('c', ids, {}, storageWithLog([1, 1, 1, 1, 1], { term: 1, commitIndex: 5 }), 3),
+      ])
+      expect(() => network.elect('a')).to.not.throw()
+      const leader = network.node('a')
+      expect(leader.status).to.include({ role: 'leader', term: 1, lastIndex: 1 })
+      expect(leader.status.progress!['c']!.matchIndex).to.be.at.most(leader.status.lastIndex)
+      expect(() => network.tickAll(3)).to.not.throw()
+    })
+  })
+})
