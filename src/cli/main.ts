@@ -3,10 +3,14 @@
  * `warden agent [flags]`. Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when the agent fails while running or
  * cannot start, 2 for a bad flag or config value (one line naming it), 3 when the log holds a command this version
  * cannot apply (upgrade the node; restarting it will not help).
+ *
+ * `warden recover --data-dir DIR [--node-name NAME] [--yes]` (agent/recover.ts): offline, rewrites a survivor's data
+ * dir into a cluster of one after a majority was lost for good; the same exit codes.
  */
 import { loadConfig, ConfigError } from '../agent/config.js'
 import { createLogger } from '../agent/logger.js'
 import { startAgent, UnknownCommandError } from '../agent/agent.js'
+import { processIo, RECOVER_USAGE, runRecover } from '../agent/recover.js'
 
 /** Exit code when the log holds a command newer than this build: restarting will not help, upgrading will. */
 const EXIT_UNKNOWN_COMMAND = 3
@@ -16,7 +20,8 @@ const USAGE = `usage: warden agent [--dev] [--config-file FILE] [--node-name NAM
                     [--cluster-addr HOST:PORT] [--peer NAME=HOST:PORT ...] [--join HOST:PORT ...]
                     [--cluster-key SECRET | --cluster-key-file FILE]
                     [--initial-management-token SECRET | --initial-management-token-file FILE]
-                    [--default-policy allow|deny] [--down-policy POLICY] [--log-level LEVEL]`
+                    [--default-policy allow|deny] [--down-policy POLICY] [--log-level LEVEL]
+       ${RECOVER_USAGE.replace('usage: ', '')}`
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
@@ -24,6 +29,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`)
     return command === undefined ? 2 : 0
   }
+  if (command === 'recover') return runRecover(rest, processIo())
   if (command !== 'agent') {
     process.stderr.write(`warden: unknown command "${command}"\n${USAGE}\n`)
     return 2
