@@ -12,6 +12,8 @@ const USAGE = `usage: npm run cluster -- [--root DIR] <verb>
   status [--json]                 each node's process, role, term, commit and applied index, last contact
   kill NODE|leader                SIGKILL
   restart NODE                    start again on the same data dir and ports (stops it first if running)
+  wipe NODE|leader                SIGKILL, delete its data dir, start again with the same flags and ports: it
+                                  rejoins as a non-voter and becomes a voter once caught up
   pause NODE|leader               SIGSTOP
   resume NODE                     SIGCONT
   partition NODE                  cut every peer link to and from NODE at the proxies
@@ -159,7 +161,7 @@ async function run(options: Options): Promise<number> {
     process.stdout.write(`${USAGE}\n`)
     return verb === undefined ? 2 : 0
   }
-  const arity: Record<string, number> = { up: 0, status: 0, kill: 1, restart: 1, pause: 1, resume: 1, partition: 1, heal: 0, down: 0 }
+  const arity: Record<string, number> = { up: 0, status: 0, kill: 1, restart: 1, wipe: 1, pause: 1, resume: 1, partition: 1, heal: 0, down: 0 }
   const wanted = arity[verb]
   if (wanted === undefined) throw new UsageError(`unknown verb ${JSON.stringify(verb)}`)
   if ((wanted === 0 && argument !== undefined) || extra !== undefined) throw new UsageError(`${verb}: too many arguments`)
@@ -190,6 +192,16 @@ async function run(options: Options): Promise<number> {
       const node = await resolveNode(cluster, argument, false)
       await cluster.restart(node)
       process.stdout.write(`restarted ${node} (pid ${cluster.state().nodes[node]?.pid})\n`)
+      return 0
+    }
+    case 'wipe': {
+      const node = await resolveNode(cluster, argument, true)
+      const killed = await cluster.wipe(node)
+      const pid = cluster.state().nodes[node]?.pid
+      process.stdout.write(
+        `wiped ${node} (${killed > 0 ? `pid ${killed} killed` : 'was not running'}, data dir deleted) and started it again as pid ${pid} ` +
+          'with the same flags: it rejoins as a non-voter and becomes a voter once caught up\n',
+      )
       return 0
     }
     case 'pause': {

@@ -21,7 +21,7 @@ import { closeSync, existsSync, openSync, readFileSync } from 'node:fs'
 import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
-import { join, resolve } from 'node:path'
+import { join, resolve, sep } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { ProxyReady } from './proxy.js'
 
@@ -445,6 +445,33 @@ export class LocalCluster {
     spec.pid = 0
     await this.save()
     await this.startNode(node)
+  }
+
+  /**
+   * Rebuilds `node` from nothing: SIGKILL if it runs (paused or not), delete its data dir, and start it again with the
+   * same flags and ports. With an empty data dir and its --peer flags the agent finds its cluster running and asks the
+   * leader to re-add it: the leader removes it, adds it back as a non-voter and promotes it once it has caught up; it
+   * neither votes nor campaigns before. Returns the pid it killed (0 if the node was not running). Refused for a cluster
+   * of one, which has nobody to rejoin: the node would found a new, empty cluster.
+   */
+  async wipe(node: string): Promise<number> {
+    await this.reload()
+    const spec = this.node(node)
+    if (this.nodeNames().length === 1) throw new Error(`${node} is the only node: wiping it would lose every write (there is no cluster to rejoin)`)
+    // The state file names the directory to delete: only ever one inside this cluster's root.
+    const dataDir = resolve(spec.dataDir)
+    const root = resolve(this.current.root)
+    if (!dataDir.startsWith(root + sep)) throw new Error(`${node}'s data dir ${dataDir} is not under ${root}: not deleting it`)
+    let killed = 0
+    if (signalOwn(spec.pid, spec.dataDir, 'SIGKILL')) {
+      if (!(await waitForState(spec.pid, spec.dataDir, (state) => state === 'gone', 5_000))) throw new Error(`${node} (pid ${spec.pid}) did not exit after SIGKILL`)
+      killed = spec.pid
+    }
+    spec.pid = 0
+    await this.save()
+    await rm(dataDir, { recursive: true, force: true })
+    await this.startNode(node)
+    return killed
   }
 
   async pause(node: string): Promise<void> {

@@ -2,14 +2,15 @@
  * The cluster tool as an operator uses it: every verb runs `cluster/cli.ts` as a subprocess against a temporary
  * `--root`, and the test checks what the verb claims through the tool's own `status --json`, the nodes' HTTP API and
  * the process table. One cluster serves the whole file, in order: up, status, kill and restart, pause and resume,
- * partition and heal, usage errors, down. Waiting (for a leader, for a node to catch up) goes through the library
- * attached to the same state file, which is what a second terminal would do. Whatever the file started is stopped in
- * `after`, by the library and then by pid, even when a test failed half-way.
+ * partition and heal, wipe, usage errors, down; a one-node cluster of its own shows wipe refusing it. Waiting (for a
+ * leader, for a node to catch up) goes through the library attached to the same state file, which is what a second
+ * terminal would do. Whatever the file started is stopped in `after`, by the library and then by pid, even when a test
+ * failed half-way.
  */
 import { expect } from 'chai'
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { createRequire } from 'node:module'
 import { join, resolve } from 'node:path'
@@ -198,8 +199,48 @@ describe('the cluster tool (npm run cluster)', function () {
     await eventually(async () => (await policyNames(follower)).has('written-during-partition'), `${follower} catching up after heal`)
   })
 
+  it('wipe deletes a node\'s data dir and starts it again: it rejoins, becomes a voter again and holds what was written before', async () => {
+    const leader = await cluster!.leader()
+    const node = cluster!.nodeNames().find((name) => name !== leader)!
+    await createPolicy(leader, 'written-before-wipe')
+    await eventually(async () => (await policyNames(node)).has('written-before-wipe'), `${node} holding the write before the wipe`)
+    const configuration = async (): Promise<{ Index: number; Servers: Array<{ ID: string; Voter: boolean }> }> => {
+      const answer = await cluster!.request(await cluster!.leader(), 'GET', '/v1/operator/raft/configuration')
+      expect(answer.status, answer.text).to.equal(200)
+      return answer.body as { Index: number; Servers: Array<{ ID: string; Voter: boolean }> }
+    }
+    const indexBefore = (await configuration()).Index
+    const before = (await state()).nodes[node]!
+    // Something only the old data dir holds: it must be gone, not merely shadowed.
+    const marker = join(before.dataDir, 'written-before-wipe.marker')
+    await writeFile(marker, 'x')
+    const result = await cli('wipe', node)
+    expect(result.code, result.stderr).to.equal(0)
+    expect(result.stdout.trim().split('\n')).to.have.length(1)
+    expect(result.stdout).to.match(new RegExp(`^wiped ${node} \\(pid ${before.pid} killed, data dir deleted\\) and started it again as pid \\d+ `))
+    const after = (await state()).nodes[node]!
+    expect(alive(before.pid)).to.equal(false)
+    expect(alive(after.pid)).to.equal(true)
+    expect(after.pid).to.not.equal(before.pid)
+    expect(after).to.include({ httpAddress: before.httpAddress, clusterAddress: before.clusterAddress, dataDir: before.dataDir })
+    expect(after.proxies).to.deep.equal(before.proxies)
+    expect(existsSync(marker)).to.equal(false)
+    // The leader removes it, adds it back as a non-voter and promotes it: a newer configuration with three voters (the
+    // configuration of before the wipe, still in force for a moment, has them too, but at its old index).
+    await eventually(
+      async () => {
+        const current = await configuration()
+        return current.Index > indexBefore && current.Servers.length === 3 && current.Servers.every((server) => server.Voter)
+      },
+      `${node} a voter again`,
+      30_000,
+    )
+    await eventually(async () => (await policyNames(node)).has('written-before-wipe'), `${node} holding the write made before the wipe`)
+    expect((await status()).nodes.find((shown) => shown.node === node)).to.include({ up: true, paused: false })
+  })
+
   it('exits 2 for usage errors and 1 for failures, with one line saying why', async () => {
-    for (const args of [['bogus'], ['kill'], ['kill', 'n9'], ['status', '--colour'], ['heal', 'n1']]) {
+    for (const args of [['bogus'], ['kill'], ['kill', 'n9'], ['wipe'], ['wipe', 'n9'], ['wipe', 'n1', 'n2'], ['status', '--colour'], ['heal', 'n1']]) {
       const result = await cli(...args)
       expect(result.code, `${args.join(' ')}: ${result.stderr}`).to.equal(2)
       expect(result.stderr).to.match(/^cluster: /)
@@ -210,6 +251,24 @@ describe('the cluster tool (npm run cluster)', function () {
     const nowhere = await cli('--root', join(root, 'missing'), 'status')
     expect(nowhere.code).to.equal(1)
     expect(nowhere.stderr.trim().split('\n')).to.have.length(1)
+  })
+
+  it('wipe refuses a cluster of one, which has nobody to rejoin, and leaves its node and data as they were', async () => {
+    const single = join(root, 'single')
+    const started = await cli('--root', single, 'up', '--nodes', '1')
+    const current = JSON.parse(await readFile(join(single, 'state.json'), 'utf8').catch(() => '{"nodes":{}}')) as ClusterState
+    everyPid.push(...Object.values(current.nodes).map((node) => node.pid), current.proxyPid ?? 0)
+    try {
+      expect(started.code, started.stderr).to.equal(0)
+      const node = current.nodes['n1']!
+      const result = await cli('--root', single, 'wipe', 'n1')
+      expect(result.code).to.equal(1)
+      expect(result.stderr).to.equal('cluster: n1 is the only node: wiping it would lose every write (there is no cluster to rejoin)\n')
+      expect(alive(node.pid)).to.equal(true)
+      expect(existsSync(node.dataDir)).to.equal(true)
+    } finally {
+      await cli('--root', single, 'down')
+    }
   })
 
   it('down stops every process it started and keeps the data and the state file', async () => {
