@@ -12,7 +12,7 @@ import type { Logger } from 'pino'
 import { realEnvironment } from '../lib/environment.js'
 import { LevelRaftStorage } from '../raft/storage/level-storage.js'
 import { LogStore } from '../raft/storage/log-store.js'
-import { planMembership } from '../replica/founding.js'
+import { peerFlagsProblem, planMembership } from '../replica/founding.js'
 import type { PeerLinks } from '../replica/peer-links.js'
 import { RaftReplica } from '../replica/raft-replica.js'
 import { ClusterNode, type Cluster } from '../rpc/index.js'
@@ -104,7 +104,8 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
   await mkdir(dataDir, { recursive: true, mode: 0o700 })
   await upgradeSingleNodeDataDir(dataDir, config.nodeName, log)
   const storage = await LevelRaftStorage.open(join(dataDir, 'raft'))
-  const plan = planMembership(storage, { nodeName: config.nodeName, peerNames: peers.map(([name]) => name), joining: config.join.length > 0 })
+  const flags = { nodeName: config.nodeName, peerNames: peers.map(([name]) => name), joining: config.join.length > 0 }
+  const plan = planMembership(storage, flags)
   if (!plan.ok) {
     await storage.close()
     throw new ConfigError(plan.problem)
@@ -152,8 +153,16 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
     leaderWaitMs: config.raft.leaderWaitMs,
   })
   replica.membershipChanges.addressCheck = (address) => clusterAddressProblem(address)
+  const configuration = replica.status().configuration
+  const flagsProblem = plan.save ? undefined : peerFlagsProblem(plan.record, [...configuration.voters, ...configuration.learners], flags)
+  if (flagsProblem !== undefined) {
+    await stopLinks()
+    await state.close()
+    await storage.close()
+    throw new ConfigError(flagsProblem)
+  }
   const cluster = new ClusterNode(replica, config.clusterKey)
-  const voters = replica.status().configuration.voters
+  const voters = configuration.voters
   const alone = voters.length === 1 && voters[0] === config.nodeName
   await replica.start()
   let joining: Promise<void> | undefined

@@ -40,15 +40,6 @@ export function planMembership(storage: RaftStorage, flags: FoundingFlags): Foun
   const founders = [...new Set([flags.nodeName, ...flags.peerNames])].sort()
   const record = storage.membershipRecord()
   if (record !== null) {
-    if (record.voters.length > 0 && flags.peerNames.length > 0 && !sameMembers(record.voters, founders)) {
-      return {
-        ok: false,
-        problem:
-          `--peer: this server's cluster was founded with the members ${record.voters.join(', ')}, but the flags name ` +
-          `${founders.join(', ')}. A member's name cannot change across restarts, and membership changes go through the ` +
-          `cluster (--join, DELETE /v1/operator/raft/peer); --peer may change a member's address, not the set of members`,
-      }
-    }
     if (record.voteFromIndex !== VOTE_INDEX_UNKNOWN) return { ok: true, record, save: false, next: 'run' }
     // A start that ended before the cluster answered: ask again.
     return { ok: true, record, save: false, next: record.voters.length > 0 ? 'discover' : 'join' }
@@ -61,6 +52,25 @@ export function planMembership(storage: RaftStorage, flags: FoundingFlags): Foun
   if (flags.joining) return { ok: true, record: { voters: [], voteFromIndex: VOTE_INDEX_UNKNOWN }, save: true, next: 'join' }
   if (founders.length === 1) return { ok: true, record: { voters: founders, voteFromIndex: 0 }, save: true, next: 'run' }
   return { ok: true, record: { voters: founders, voteFromIndex: VOTE_INDEX_UNKNOWN }, save: true, next: 'discover' }
+}
+
+/**
+ * The problem with a restart's --peer flags, or undefined. They may name the founding members (the flags the server
+ * was first started with) or the members of its current configuration (an operator who updated the flags after a
+ * membership change); any other set is refused, since a member's name cannot change and membership changes go through
+ * the cluster. The flags never set the voters again; they only say where to dial.
+ */
+export function peerFlagsProblem(record: MembershipRecord, currentMembers: readonly string[], flags: FoundingFlags): string | undefined {
+  if (flags.peerNames.length === 0) return undefined
+  const named = [...new Set([flags.nodeName, ...flags.peerNames])].sort()
+  if (record.voters.length > 0 && sameMembers(record.voters, named)) return undefined
+  if (sameMembers(currentMembers, named)) return undefined
+  const founders = record.voters.length > 0 ? `was founded with ${record.voters.join(', ')} and ` : ''
+  return (
+    `--peer: this server's cluster ${founders}has the members ${[...currentMembers].sort().join(', ') || '(none known yet)'}, but the flags name ` +
+    `${named.join(', ')}. A member's name cannot change across restarts, and membership changes go through the cluster ` +
+    `(--join, DELETE /v1/operator/raft/peer); --peer may change where a member is dialed, not who the members are`
+  )
 }
 
 /** A peer's answer to "do you hold Raft state?" during discovery. */

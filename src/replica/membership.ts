@@ -11,6 +11,7 @@
  * campaigns (founding.ts, MembershipRecord).
  */
 import { assert } from '../lib/assert.js'
+import type { Timer } from '../lib/environment.js'
 import { WardenError } from '../lib/errors.js'
 import { decodeConfiguration, type Entry } from '../raft/index.js'
 import type { MembershipRecord } from '../raft/storage/raft-storage.js'
@@ -20,6 +21,9 @@ import { encodeCommand } from '../state/store.js'
 import { listRecords, memberSpec } from '../state/tables.js'
 import { decideFounding, type ClusterStateAnswer } from './founding.js'
 import type { RaftReplica } from './raft-replica.js'
+
+/** How often a server asks a peer for the addresses it knows (see gossip). */
+const GOSSIP_INTERVAL_MS = 3_000
 
 /** How long the leader waits for a joining server to catch up before leaving it a non-voter. */
 const PROMOTION_WAIT_MS = 120_000
@@ -40,6 +44,7 @@ export class Membership {
   private readonly advertised = new Map<string, string>()
   private readonly promoting = new Set<string>()
   private stopped = false
+  private gossipTimer: Timer | undefined
   /** Checks a joining server's address; the agent sets the transport's rule. */
   addressCheck: AddressCheck = () => undefined
 
@@ -229,8 +234,40 @@ export class Membership {
   // ---------------------------------------------------------------------------------------------------------------
   // A new server's way in.
 
+  /**
+   * Every few seconds, asks a random peer for the addresses it knows and dials any member this node has no address for.
+   * A follower that lags behind the member entry of a server that joined later (and may lead now) could otherwise
+   * never answer it: the transport keeps links only to servers it knows, and the entry that would tell it is exactly
+   * what that server is trying to send it.
+   */
+  private gossip(): void {
+    const { links } = this.replica
+    const peers = [...this.addresses.keys()].filter((name) => name !== this.replica.nodeName)
+    const peer = peers[Math.floor(this.replica.random() * peers.length)]
+    if (peer === undefined) return
+    links
+      .request(peer, { kind: 'addresses' }, 2_000)
+      .then((answer) => {
+        const known = (answer as { members?: unknown } | undefined)?.members
+        if (typeof known !== 'object' || known === null || this.stopped) return
+        let learned = false
+        for (const [node, address] of Object.entries(known as Record<string, unknown>)) {
+          if (typeof address !== 'string' || this.addresses.has(node) || !this.dialsFromTable(node)) continue
+          if (this.addressCheck(address) !== undefined) continue
+          this.addresses.set(node, address)
+          learned = true
+        }
+        if (learned) this.updatePeers()
+      })
+      .catch(() => undefined)
+  }
+
   afterStart(): void {
-    if (this.record.voteFromIndex === VOTE_INDEX_UNKNOWN && this.record.voters.length > 0) void this.discover()
+    this.gossipTimer = this.replica.environment.setInterval(() => this.gossip(), GOSSIP_INTERVAL_MS)
+    if (this.record.voteFromIndex === VOTE_INDEX_UNKNOWN && this.record.voters.length > 0) {
+      // Only the storage can fail here (a peer that does not answer is retried): the node cannot go on without it.
+      this.discover().catch((error: unknown) => this.replica.reportFatal(error))
+    }
   }
 
   /**
@@ -306,5 +343,6 @@ export class Membership {
 
   stop(): void {
     this.stopped = true
+    this.gossipTimer?.cancel()
   }
 }

@@ -75,6 +75,8 @@ export class RaftReplica {
   readonly applyWaitMs: number
   readonly membershipChanges: Membership
   private readonly core: RaftCore
+  /** Randomness for the driver's own choices (which peer to ask), from the environment's seed. */
+  private readonly rng: SeededRng
   private readonly tickMs: number
   private readonly transfer: SnapshotTransfer
   private ticker: Timer | undefined
@@ -111,6 +113,7 @@ export class RaftReplica {
     this.writes = new EntryWaiters(options.environment, WAITING_MAX)
     this.applied = new AppliedWaiters(options.environment, WAITING_MAX)
     const environment = options.environment
+    this.rng = new SeededRng(environment.randomSeed())
     this.core = new RaftCore(
       {
         id: options.nodeName,
@@ -310,6 +313,7 @@ export class RaftReplica {
     if (kind === 'snapshot') return this.transfer.receive(from, request as SnapshotChunk)
     // A founding server with an empty data dir asks whether the cluster exists before it founds one (founding.ts).
     if (kind === 'cluster-state') return { existing: this.holdsRaftState() }
+    if (kind === 'addresses') return { members: this.membershipChanges.knownAddresses() }
     const handler = this.requestHandlers.get(kind)
     if (handler === undefined) throw new WardenError('invalid_input', 'unknown replica request')
     return handler(from, request as Record<string, unknown>)
@@ -448,6 +452,11 @@ export class RaftReplica {
     return this.stopped || this.failed
   }
 
+  /** A number in [0, 1) from the environment's randomness. */
+  random(): number {
+    return this.rng.nextInt(2 ** 32) / 2 ** 32
+  }
+
   /** Pauses for `delayMs`, or less if the replica stops meanwhile. */
   pause(delayMs: number): Promise<void> {
     return sleep(this.environment, delayMs, this.stopping.signal)
@@ -509,6 +518,12 @@ export class RaftReplica {
 
   // ---------------------------------------------------------------------------------------------------------------
   // Failure and stop.
+
+  /** A failure outside the Ready loop that leaves this node unable to go on (its storage failed). Ignored once stopped. */
+  reportFatal(error: unknown): void {
+    if (this.stopped) return
+    this.fail(error)
+  }
 
   private fail(error: unknown): void {
     if (this.failed) return
