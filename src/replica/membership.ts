@@ -25,6 +25,9 @@ import type { RaftReplica } from './raft-replica.js'
 /** How often a server asks a peer for the addresses it knows (see gossip). */
 const GOSSIP_INTERVAL_MS = 3_000
 
+/** How often a leader looks for learners to promote. */
+const PROMOTION_CHECK_MS = 1_000
+
 /** How long the leader waits for a joining server to catch up before leaving it a non-voter. */
 const PROMOTION_WAIT_MS = 120_000
 
@@ -45,6 +48,7 @@ export class Membership {
   private readonly promoting = new Set<string>()
   private stopped = false
   private gossipTimer: Timer | undefined
+  private promotionTimer: Timer | undefined
   /** Checks a joining server's address; the agent sets the transport's rule. */
   addressCheck: AddressCheck = () => undefined
 
@@ -59,8 +63,11 @@ export class Membership {
   // ---------------------------------------------------------------------------------------------------------------
   // The address book.
 
-  /** Reads the member table (at start, and after a snapshot replaced the state). */
+  /** Reads the member table (at start, and after a snapshot replaced the state); learned addresses fill the gaps. */
   async loadAddresses(): Promise<void> {
+    for (const [node, address] of Object.entries(this.replica.storage.learnedAddresses())) {
+      if (this.dialsFromTable(node) && !this.addresses.has(node)) this.addresses.set(node, address)
+    }
     for (const member of await listRecords(this.replica.state.reader, memberSpec)) {
       if (this.dialsFromTable(member.Node)) this.addresses.set(member.Node, member.Address)
     }
@@ -92,10 +99,18 @@ export class Membership {
     return Object.fromEntries(this.addresses)
   }
 
-  /** Adds addresses a join answer gave (for members this node's flags do not name). */
+  /** Adds addresses a join answer gave (for members this node's flags do not name), and keeps them for a restart. */
   learnAddresses(members: Record<string, string>): void {
     for (const [node, address] of Object.entries(members)) if (this.dialsFromTable(node)) this.addresses.set(node, address)
     this.updatePeers()
+    this.saveLearned()
+  }
+
+  private saveLearned(): void {
+    const learned = Object.fromEntries([...this.addresses].filter(([node]) => this.dialsFromTable(node)))
+    this.replica.storage.saveLearnedAddresses(learned).catch((error: unknown) => {
+      if (!this.stopped) this.replica.log.warn({ err: error }, 'could not keep the addresses learned; a restart asks again')
+    })
   }
 
   /**
@@ -137,8 +152,19 @@ export class Membership {
   // ---------------------------------------------------------------------------------------------------------------
   // On the leader.
 
+  /**
+   * On the leader, every second: learners whose log has reached the commit index become voters. Every server that is
+   * a learner asked to join, so none is meant to stay one; a join whose leader stepped down before promoting it is
+   * finished by the next leader (Consul's autopilot does the same).
+   */
+  private promoteLearners(): void {
+    if (this.stopped || !this.replica.isLeader()) return
+    for (const learner of this.replica.status().configuration.learners) void this.promoteWhenCaughtUp(learner)
+  }
+
   /** On a new leader: every member's address recorded, addresses of servers no longer members forgotten. */
   onBecomeLeader(): void {
+    this.promoteLearners()
     this.replica
       .readIndex()
       .then(async (confirmed) => {
@@ -214,7 +240,7 @@ export class Membership {
         }
         await this.replica.pause(100)
       }
-      if (!this.stopped && this.replica.isLeader()) this.replica.log.warn({ node }, 'a joining server did not catch up in time; it stays a non-voter until it joins again')
+      if (!this.stopped && this.replica.isLeader()) this.replica.log.warn({ node }, 'a joining server did not catch up in time; it stays a non-voter for now')
     } catch (error) {
       this.replica.log.warn({ err: error, node }, 'promoting a joining server failed')
     } finally {
@@ -257,13 +283,17 @@ export class Membership {
           this.addresses.set(node, address)
           learned = true
         }
-        if (learned) this.updatePeers()
+        if (learned) {
+          this.updatePeers()
+          this.saveLearned()
+        }
       })
       .catch(() => undefined)
   }
 
   afterStart(): void {
     this.gossipTimer = this.replica.environment.setInterval(() => this.gossip(), GOSSIP_INTERVAL_MS)
+    this.promotionTimer = this.replica.environment.setInterval(() => this.promoteLearners(), PROMOTION_CHECK_MS)
     if (this.record.voteFromIndex === VOTE_INDEX_UNKNOWN && this.record.voters.length > 0) {
       // Only the storage can fail here (a peer that does not answer is retried): the node cannot go on without it.
       this.discover().catch((error: unknown) => this.replica.reportFatal(error))
@@ -344,5 +374,6 @@ export class Membership {
   stop(): void {
     this.stopped = true
     this.gossipTimer?.cancel()
+    this.promotionTimer?.cancel()
   }
 }

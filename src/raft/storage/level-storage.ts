@@ -5,7 +5,7 @@
  *
  * Layout: `e<index, 16 hex digits>` entries (msgpack {term, type, data}), `h` the hard state, `s` the latest snapshot
  * metadata, `c` the last compacted entry (index, term), so term(firstIndex - 1) survives a restart, `m` the
- * membership record (how this server entered its cluster, raft-storage.ts).
+ * membership record (how this server entered its cluster, raft-storage.ts), `a` addresses learned outside the log.
  *
  * Concurrency: one writer (the driver's loop), one write at a time; reads are synchronous on the mirror.
  */
@@ -24,6 +24,7 @@ const HARD_STATE_KEY = 'h'
 const SNAPSHOT_KEY = 's'
 const COMPACTED_KEY = 'c'
 const MEMBERSHIP_KEY = 'm'
+const ADDRESSES_KEY = 'a'
 
 function entryKey(index: number): string {
   return ENTRY_PREFIX + index.toString(16).padStart(16, '0')
@@ -42,6 +43,7 @@ export class LevelRaftStorage implements RaftStorage {
     private readonly db: RaftDb,
     private readonly mirror: MemoryStorage,
     private membership: MembershipRecord | null,
+    private addresses: Record<string, string>,
   ) {
     this.latestHardState = mirror.hardState()
   }
@@ -55,6 +57,7 @@ export class LevelRaftStorage implements RaftStorage {
     if (db.status !== 'open') await db.open()
     const mirror = new MemoryStorage()
     const membershipBytes = await db.get(MEMBERSHIP_KEY)
+    const addressBytes = await db.get(ADDRESSES_KEY)
     const snapshotBytes = await db.get(SNAPSHOT_KEY)
     const compactedBytes = await db.get(COMPACTED_KEY)
     const hard = await db.get(HARD_STATE_KEY)
@@ -75,11 +78,21 @@ export class LevelRaftStorage implements RaftStorage {
     if (entries.length > 0) mirror.append(entries)
     if (snapshot !== null && snapshot.index > mirror.firstIndex() - 1) mirror.saveSnapshot(snapshot)
     if (hard !== undefined) mirror.setHardState(packr.unpack(hard) as HardState)
-    return new LevelRaftStorage(db, mirror, membershipBytes === undefined ? null : (packr.unpack(membershipBytes) as MembershipRecord))
+    const addresses = addressBytes === undefined ? {} : (packr.unpack(addressBytes) as Record<string, string>)
+    return new LevelRaftStorage(db, mirror, membershipBytes === undefined ? null : (packr.unpack(membershipBytes) as MembershipRecord), addresses)
   }
 
   membershipRecord(): MembershipRecord | null {
     return this.membership
+  }
+
+  learnedAddresses(): Record<string, string> {
+    return { ...this.addresses }
+  }
+
+  async saveLearnedAddresses(addresses: Record<string, string>): Promise<void> {
+    await this.db.put(ADDRESSES_KEY, packr.pack(addresses))
+    this.addresses = { ...addresses }
   }
 
   async saveMembershipRecord(record: MembershipRecord): Promise<void> {

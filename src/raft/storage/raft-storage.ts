@@ -43,5 +43,12 @@ export interface RaftStorage extends LogReader {
   compact(index: number): Promise<void>
   membershipRecord(): MembershipRecord | null
   saveMembershipRecord(record: MembershipRecord): Promise<void>
+  /**
+   * Addresses of other servers this one learned outside its log (a join's answer, a peer's address book), so that a
+   * restart can reach its cluster before it has applied the member entries that name them. Not synced: losing the
+   * latest costs a retry, never safety.
+   */
+  learnedAddresses(): Record<string, string>
+  saveLearnedAddresses(addresses: Record<string, string>): Promise<void>
   close(): Promise<void>
 }

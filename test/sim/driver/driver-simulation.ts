@@ -553,7 +553,15 @@ export class DriverSimulation {
    * operator (the recover command is then the way out), which is not what a schedule is after.
    */
   private othersHealthy(server: SimServer): boolean {
-    const voters = server.replica?.status().configuration.voters ?? []
+    // The newest configuration any running server holds: a lagging server's own view may miss a removal.
+    let newest = { index: -1, voters: [] as readonly string[] }
+    for (const other of this.servers) {
+      if (!other.running) continue
+      const status = other.replica!.status()
+      if (status.configurationIndex > newest.index) newest = { index: status.configurationIndex, voters: status.configuration.voters }
+    }
+    const voters = newest.voters
+    if (!voters.includes(server.name)) return false
     if (voters.length < 3) return false
     return voters
       .filter((name) => name !== server.name)
