@@ -15,7 +15,7 @@ export interface Options {
   compareEtcd: boolean
   /** Run every warden agent under --cpu-prof, writing .cpuprofile files here. */
   profileDir: string | undefined
-  /** Also print the README's table as Markdown. */
+  /** Also print the results table as Markdown (for docs/benchmarks.md). */
   markdown: boolean
   /** Keep LocalCluster's link proxies between the nodes (see warden.ts for why they are bypassed by default). */
   viaProxy: boolean

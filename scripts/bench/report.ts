@@ -1,6 +1,6 @@
 /**
  * Turning a run into what people read: the terminal table, the warden/etcd ratios, the issue's targets with what was
- * measured against each, the Markdown for the README, and the SVG chart (hand-written: one bar pair per row,
+ * measured against each, the Markdown for docs/benchmarks.md, and the SVG chart (hand-written: one bar pair per row,
  * throughput and p99, so no plotting dependency is needed).
  */
 import type { ProcessUsage } from './procfs.js'

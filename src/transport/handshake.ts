@@ -28,7 +28,7 @@
  *
  * What this does not give: secrecy or integrity after the handshake. Frames are neither encrypted nor MACed, so a
  * party on the network path can read them and, by relaying a genuine handshake, inject into the link. Encryption
- * for untrusted networks comes with TLS in a later issue; until then peers must talk over a trusted network.
+ * for untrusted networks needs sealed frames or TLS (issue 18); until then peers must talk over a trusted network.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { inspect } from 'node:util'

@@ -1,5 +1,5 @@
 /**
- * The durable Raft log in LevelDB (`<data-dir>/log`), with a synchronous in-memory mirror (MemoryStorage) that the
+ * The durable Raft log in LevelDB (`<data-dir>/raft`), with a synchronous in-memory mirror (MemoryStorage) that the
  * core reads through `LogReader`. A write reaches the mirror only after LevelDB has it (synced when asked), so the
  * core never sees anything that a crash could take back.
  *

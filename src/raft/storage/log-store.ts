@@ -1,7 +1,7 @@
 /**
  * The durable log: entries by index in their own LevelDB database (apart from the state, so that a snapshot install
- * can replace the state without touching the log). On this single-node slice the log is written by the local
- * replica; the Raft driver will use the same store.
+ * can replace the state without touching the log). This was the log of a single server in releases before one Raft
+ * path; it is read only to upgrade such a data dir (src/agent/replicas.ts) and by `warden recover` to refuse one.
  *
  * Durability: `append(..., { sync: true })` resolves only after LevelDB has synced the batch to disk, so an entry
  * whose append resolved survives kill -9. Ordering: appends must be called one at a time, with contiguous indexes.
