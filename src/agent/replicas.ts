@@ -6,6 +6,7 @@
  * discard a snapshot switch a crash interrupted, open the state, decide or read how this server entered its cluster
  * (founding.ts), open the peer links, start the replica, and, for a new server given --join, ask to join.
  */
+import { randomUUID } from 'node:crypto'
 import { mkdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from 'pino'
@@ -104,7 +105,7 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
   await mkdir(dataDir, { recursive: true, mode: 0o700 })
   await upgradeSingleNodeDataDir(dataDir, config.nodeName, log)
   const storage = await LevelRaftStorage.open(join(dataDir, 'raft'))
-  const flags = { nodeName: config.nodeName, peerNames: peers.map(([name]) => name), joining: config.join.length > 0 }
+  const flags = { nodeName: config.nodeName, peerNames: peers.map(([name]) => name), joining: config.join.length > 0, incarnation: randomUUID() }
   const plan = planMembership(storage, flags)
   if (!plan.ok) {
     await storage.close()

@@ -8,6 +8,8 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 export interface JoinRequest {
   Node: string
   Address: string
+  /** The joining data dir's random identifier (replica/membership.ts); not covered by the proof, and not a secret. */
+  Incarnation?: string
   Time: number
   Nonce: string
   Proof: string

@@ -458,7 +458,9 @@ export class RaftCore {
     const saved = this.storage.snapshot()
     assert(saved !== null && saved.index >= snapshotIndex, `storage does not show the snapshot at ${snapshotIndex}`)
     this.log.pruneConfigurations(snapshotIndex)
-    return Math.max(snapshotIndex - this.settings.trailingEntries, this.log.firstIndex() - 1)
+    // The durable log's first index, not the log's: a snapshot from the leader accepted meanwhile (waiting in the next
+    // Ready) moves the log's first index past what storage holds, and nothing past the saved snapshot may go.
+    return Math.min(snapshotIndex, Math.max(snapshotIndex - this.settings.trailingEntries, this.storage.firstIndex() - 1))
   }
 
   // ---------------------------------------------------------------------------------------------------------------

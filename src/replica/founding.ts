@@ -21,6 +21,8 @@ export interface FoundingFlags {
   peerNames: readonly string[]
   /** Whether --join was given. */
   joining: boolean
+  /** A fresh random identifier, for a record made now (or one written before records had it). */
+  incarnation?: string
 }
 
 export type FoundingPlan =
@@ -37,21 +39,24 @@ function sameMembers(a: readonly string[], b: readonly string[]): boolean {
 }
 
 export function planMembership(storage: RaftStorage, flags: FoundingFlags): FoundingPlan {
+  const withIncarnation = (record: MembershipRecord): MembershipRecord => (flags.incarnation === undefined ? record : { ...record, incarnation: flags.incarnation })
   const founders = [...new Set([flags.nodeName, ...flags.peerNames])].sort()
-  const record = storage.membershipRecord()
-  if (record !== null) {
-    if (record.voteFromIndex !== VOTE_INDEX_UNKNOWN) return { ok: true, record, save: false, next: 'run' }
+  const found = storage.membershipRecord()
+  if (found !== null) {
+    const record = found.incarnation === undefined && flags.incarnation !== undefined ? { ...found, incarnation: flags.incarnation } : found
+    const save = record !== found
+    if (record.voteFromIndex !== VOTE_INDEX_UNKNOWN) return { ok: true, record, save, next: 'run' }
     // A start that ended before the cluster answered: ask again.
-    return { ok: true, record, save: false, next: record.voters.length > 0 ? 'discover' : 'join' }
+    return { ok: true, record, save, next: record.voters.length > 0 ? 'discover' : 'join' }
   }
   if (holdsRaftState(storage)) {
     // Written by a release before the record: read the flags as that release did, once.
-    const upgraded: MembershipRecord = flags.joining && flags.peerNames.length === 0 ? { voters: [], voteFromIndex: 0 } : { voters: founders, voteFromIndex: 0 }
-    return { ok: true, record: upgraded, save: true, next: 'run' }
+    const voters = flags.joining && flags.peerNames.length === 0 ? [] : founders
+    return { ok: true, record: withIncarnation({ voters, voteFromIndex: 0 }), save: true, next: 'run' }
   }
-  if (flags.joining) return { ok: true, record: { voters: [], voteFromIndex: VOTE_INDEX_UNKNOWN }, save: true, next: 'join' }
-  if (founders.length === 1) return { ok: true, record: { voters: founders, voteFromIndex: 0 }, save: true, next: 'run' }
-  return { ok: true, record: { voters: founders, voteFromIndex: VOTE_INDEX_UNKNOWN }, save: true, next: 'discover' }
+  if (flags.joining) return { ok: true, record: withIncarnation({ voters: [], voteFromIndex: VOTE_INDEX_UNKNOWN }), save: true, next: 'join' }
+  if (founders.length === 1) return { ok: true, record: withIncarnation({ voters: founders, voteFromIndex: 0 }), save: true, next: 'run' }
+  return { ok: true, record: withIncarnation({ voters: founders, voteFromIndex: VOTE_INDEX_UNKNOWN }), save: true, next: 'discover' }
 }
 
 /**

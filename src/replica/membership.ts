@@ -70,6 +70,7 @@ export class Membership {
     }
     for (const member of await listRecords(this.replica.state.reader, memberSpec)) {
       if (this.dialsFromTable(member.Node)) this.addresses.set(member.Node, member.Address)
+      this.noticeOwnEntry(member, member.ModifyIndex)
     }
     this.updatePeers()
   }
@@ -119,6 +120,7 @@ export class Membership {
    */
   afterApply(entry: Entry, command: Command): void {
     try {
+      if (command.type === 'raft.member.set') this.noticeOwnEntry(command, entry.index)
       if (command.type === 'raft.member.set' && this.dialsFromTable(command.Node)) {
         this.addresses.set(command.Node, command.Address)
         this.updatePeers()
@@ -197,12 +199,20 @@ export class Membership {
     if (!result.ok) throw new WardenError('invalid_input', `${command.type} was refused: ${JSON.stringify(result)}`)
   }
 
-  /** Adds `node` (or re-adds it without a vote, if it asks while a voter); the leader only. */
-  async joinAsLeader(node: string, address: string): Promise<JoinAnswer> {
+  /**
+   * Adds `node` (or re-adds it without a vote, if it asks while a voter); the leader only. The address is recorded
+   * after the configuration changes, with the joining data dir's incarnation, so that a server whose answer is lost
+   * learns from that entry that its re-add is behind it (noticeOwnEntry). This leader dials it meanwhile.
+   */
+  async joinAsLeader(node: string, address: string, incarnation?: string): Promise<JoinAnswer> {
     const problem = this.addressCheck(address)
     if (problem !== undefined) throw new WardenError('invalid_input', `Address: ${problem}`, 'Address')
     if (node === this.replica.nodeName) throw new WardenError('invalid_input', `Node: ${node} is the leader itself and cannot join again`, 'Node')
-    await this.propose({ v: COMMAND_VERSION, type: 'raft.member.set', Node: node, Address: address })
+    if (incarnation !== undefined && (typeof incarnation !== 'string' || incarnation.length > 64)) throw new WardenError('invalid_input', 'Incarnation: must be a string of at most 64 characters', 'Incarnation')
+    if (this.dialsFromTable(node)) {
+      this.addresses.set(node, address)
+      this.updatePeers()
+    }
     if (this.replica.status().configuration.voters.includes(node)) {
       // A voter asking to join lost its log and its votes (a rebuilt server): it must not count until caught up again.
       await this.replica.proposeConfChange({ type: 'removeServer', nodeId: node })
@@ -218,6 +228,7 @@ export class Membership {
       voteFromIndex = await this.replica.proposeConfChange({ type: 'addLearner', nodeId: node })
       this.replica.log.info({ node, address }, 'server joined as a non-voter')
     }
+    await this.propose({ v: COMMAND_VERSION, type: 'raft.member.set', Node: node, Address: address, ...(incarnation === undefined ? {} : { Incarnation: incarnation }) })
     void this.promoteWhenCaughtUp(node)
     return { members: this.knownAddresses(), voteFromIndex }
   }
@@ -341,11 +352,12 @@ export class Membership {
   private async rejoinThroughPeers(): Promise<void> {
     const { links, log } = this.replica
     const address = this.addressOf(this.replica.nodeName)
-    for (let attempt = 0; !this.stopped; attempt += 1) {
+    for (let attempt = 0; !this.stopped && this.awaitingJoin(); attempt += 1) {
       for (const peer of this.addresses.keys()) {
-        if (peer === this.replica.nodeName || this.stopped) continue
+        if (peer === this.replica.nodeName || this.stopped || !this.awaitingJoin()) continue
         try {
-          const answer = (await links.request(peer, { kind: 'join', node: this.replica.nodeName, address }, this.replica.applyWaitMs)) as Partial<JoinAnswer>
+          const join = { kind: 'join', node: this.replica.nodeName, address, ...(this.record.incarnation === undefined ? {} : { incarnation: this.record.incarnation }) }
+          const answer = (await links.request(peer, join, this.replica.applyWaitMs)) as Partial<JoinAnswer>
           if (typeof answer?.voteFromIndex !== 'number') throw new Error('the answer to the join names no index')
           if (answer.members !== undefined) this.learnAddresses(answer.members)
           await this.recordVoteFrom(answer.voteFromIndex)
@@ -362,8 +374,25 @@ export class Membership {
   /** Records the index from which this server may vote (once its join was answered, or it founded). */
   async recordVoteFrom(voteFromIndex: number): Promise<void> {
     assert(voteFromIndex !== VOTE_INDEX_UNKNOWN, 'recording an unknown vote index')
-    this.record = { voters: this.record.voters, voteFromIndex }
-    await this.replica.setVoteFromIndex(voteFromIndex, this.record.voters)
+    if (!this.awaitingJoin()) return
+    this.record = { ...this.record, voteFromIndex }
+    await this.replica.saveMembership(this.record)
+  }
+
+  /**
+   * A server waiting for the answer to its join learns it from the log too: the leader records the server's address
+   * with its incarnation after (re-)adding it, so an applied member entry naming this incarnation means the re-add is
+   * behind it. The answer may have been lost; the entry is not (it is committed, or in the snapshot that carried it).
+   */
+  private noticeOwnEntry(member: { Node: string; Incarnation?: string }, index: number): void {
+    if (member.Node !== this.replica.nodeName || this.record.incarnation === undefined || member.Incarnation !== this.record.incarnation) return
+    if (!this.awaitingJoin()) return
+    this.recordVoteFrom(index).catch((error: unknown) => this.replica.reportFatal(error))
+  }
+
+  /** This data dir's incarnation (sent with a join), if its record has one. */
+  get incarnation(): string | undefined {
+    return this.record.incarnation
   }
 
   /** Whether this server still waits for the cluster to answer its join (or its discovery). */

@@ -59,7 +59,10 @@ export class ClusterNode implements Cluster {
       return this.replica.proposeLocally(commandBytes(request['data']))
     })
     replica.handleRequests('propose-batch', (_from, request) => this.serveBatch(request['commands']))
-    replica.handleRequests('join', async (_from, request) => ({ ok: true, ...(await this.routeJoin(String(request['node']), String(request['address']), request['forwarded'] === true)) }))
+    replica.handleRequests('join', async (_from, request) => {
+      const incarnation = typeof request['incarnation'] === 'string' ? request['incarnation'] : undefined
+      return { ok: true, ...(await this.routeJoin(String(request['node']), String(request['address']), incarnation, request['forwarded'] === true)) }
+    })
     replica.handleRequests('remove', async (_from, request) => {
       this.mustLead()
       await this.replica.membershipChanges.removeAsLeader(String(request['node']))
@@ -233,17 +236,17 @@ export class ClusterNode implements Cluster {
       throw new WardenError('permission_denied', 'the join request does not prove the cluster key (or is older than a minute)')
     }
     if (!NODE_NAME.test(request.Node)) throw new WardenError('invalid_input', 'Node: is not a valid node name', 'Node')
-    return this.routeJoin(request.Node, request.Address, false)
+    return this.routeJoin(request.Node, request.Address, request.Incarnation, false)
   }
 
   /** Joins on the leader, or forwards the join there (once: a forwarded join is not forwarded again). */
-  private async routeJoin(node: string, address: string, forwarded: boolean): Promise<JoinAnswer> {
+  private async routeJoin(node: string, address: string, incarnation: string | undefined, forwarded: boolean): Promise<JoinAnswer> {
     if (!NODE_NAME.test(node)) throw new WardenError('invalid_input', 'Node: is not a valid node name', 'Node')
     return this.onLeader(
-      () => this.replica.membershipChanges.joinAsLeader(node, address),
+      () => this.replica.membershipChanges.joinAsLeader(node, address, incarnation),
       async (leader) => {
         if (forwarded) throw new WardenError('no_leader', 'this node is not the leader; retry')
-        const answer = (await this.requestLeader(leader, { kind: 'join', node, address, forwarded: true })) as Partial<JoinAnswer>
+        const answer = (await this.requestLeader(leader, { kind: 'join', node, address, forwarded: true, ...(incarnation === undefined ? {} : { incarnation }) })) as Partial<JoinAnswer>
         return { members: answer.members ?? {}, voteFromIndex: typeof answer.voteFromIndex === 'number' ? answer.voteFromIndex : 0 }
       },
     )

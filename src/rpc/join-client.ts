@@ -12,7 +12,9 @@ export async function joinThroughHttp(replica: RaftReplica, httpAddresses: reado
     for (const httpAddress of httpAddresses) {
       if (replica.isStopped) return
       try {
-        const request = makeJoinRequest(clusterKey, replica.nodeName, advertiseAddress, environment.wallNow())
+        if (!replica.membershipChanges.awaitingJoin()) return
+        const incarnation = replica.membershipChanges.incarnation
+        const request = { ...makeJoinRequest(clusterKey, replica.nodeName, advertiseAddress, environment.wallNow()), ...(incarnation === undefined ? {} : { Incarnation: incarnation }) }
         const response = await fetch(`http://${httpAddress}/v1/operator/raft/join`, {
           method: 'POST',
           headers: { 'Content-Type': 'application/json' },

@@ -55,7 +55,7 @@ const handlers: { [T in Command['type']]: Handler<T> } = {
   'link.set': (txn, command, index) => setLink(txn, command.link, command.version, index),
   'link.delete': (txn, command) => deleteLink(txn, command.version),
   'link.status': (txn, command, index) => setLinkStatus(txn, command.status, index),
-  'raft.member.set': (txn, command, index) => setMember(txn, command.Node, command.Address, index),
+  'raft.member.set': (txn, command, index) => setMember(txn, command.Node, command.Address, index, command.Incarnation),
   'raft.member.delete': (txn, command) => deleteMember(txn, command.Node),
   noop: async () => ({ ok: true }),
 }

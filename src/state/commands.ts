@@ -157,7 +157,7 @@ export type Command =
   | { v: 1; type: 'link.set'; link: LinkWrite; version?: number }
   | { v: 1; type: 'link.delete'; version?: number }
   | { v: 1; type: 'link.status'; status: LinkStatusWrite }
-  | { v: 1; type: 'raft.member.set'; Node: string; Address: string }
+  | { v: 1; type: 'raft.member.set'; Node: string; Address: string; Incarnation?: string }
   | { v: 1; type: 'raft.member.delete'; Node: string }
   | { v: 1; type: 'noop' }
 

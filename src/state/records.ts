@@ -159,6 +159,11 @@ export interface CloudLink {
 export interface ClusterMember {
   Node: string
   Address: string
+  /**
+   * The data dir the server joined from (a random identifier made with it): a server that joins again after losing
+   * its data has a new one, and learns that the leader re-added it when it sees its own here (replica/membership.ts).
+   */
+  Incarnation?: string
   CreateIndex: number
   ModifyIndex: number
 }

@@ -23,6 +23,16 @@ export const REGRESSION_SEEDS = [
   0xb7,
   // A fault that completed after healing stopped a member nobody restarted.
   0x113,
+  // A learner whose join's leader stepped down before promoting it stayed a non-voter for good.
+  0x468,
+  // A server that joined with --join and restarted knew no member's address (learned addresses are now kept).
+  0x6c5, 0xa70,
+  // A snapshot from the leader accepted during a local snapshot's awaits: compaction past the durable log.
+  0x550,
+  // A rejoined server counted as a voter on its own stale view, so a second one was wiped (simulator).
+  0x41d,
+  // A joined server whose join answer was lost could never vote again (it now learns it from its incarnation's entry).
+  0x88d, 0x993, 0x9de, 0x11cf, 0x12ff, 0x135d,
 ]
 
 const SCHEDULES = Number(process.env['DRIVER_SIM_SCHEDULES'] ?? '1500')

@@ -78,6 +78,7 @@ const joinSchema: Schema = {
     Time: { type: 'number' },
     Nonce: { type: 'string', maxLength: 64 },
     Proof: { type: 'string', maxLength: 128 },
+    Incarnation: { type: 'string', maxLength: 64 },
   },
   required: ['Node', 'Address', 'Time', 'Nonce', 'Proof'],
   additionalProperties: false,

@@ -31,6 +31,12 @@ export interface PersistRequest {
 export interface MembershipRecord {
   readonly voters: readonly NodeId[]
   readonly voteFromIndex: number
+  /**
+   * A random identifier made with this data dir. A join carries it, and the leader records it with the server's
+   * address after re-adding it, so a server that missed the answer to its join still learns where it was re-added.
+   * Absent in records written before it existed.
+   */
+  readonly incarnation?: string
 }
 
 export const VOTE_INDEX_UNKNOWN = Number.MAX_SAFE_INTEGER

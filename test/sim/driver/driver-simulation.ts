@@ -227,7 +227,7 @@ export class DriverSimulation {
       process.held = []
       const storage = await LevelRaftStorage.openDb((await server.disk.openDb('raft')) as unknown as RaftDb)
       const peerNames = peerNamesOverride ?? (server.joining ? [] : this.founderNames().filter((name) => name !== server.name))
-      const plan = planMembership(storage, { nodeName: server.name, peerNames, joining: server.joining })
+      const plan = planMembership(storage, { nodeName: server.name, peerNames, joining: server.joining, incarnation: this.world.nextId() })
       this.note(`${server.name}: start (${plan.ok ? plan.next : 'refused'}) peers ${peerNames.join(',')}${server.joining ? ' --join' : ''}`)
       if (!plan.ok) {
         await storage.close()
@@ -286,7 +286,10 @@ export class DriverSimulation {
       if (through !== undefined) {
         try {
           replica.membershipChanges.learnAddresses({ [through.name]: `sim:${through.name}` })
-          const answer = (await server.links!.request(through.name, { kind: 'join', node: server.name, address: `sim:${server.name}` }, 4_000)) as { members?: Record<string, string>; voteFromIndex?: number }
+          if (!replica.membershipChanges.awaitingJoin()) return
+          const incarnation = replica.membershipChanges.incarnation
+          const join = { kind: 'join', node: server.name, address: `sim:${server.name}`, ...(incarnation === undefined ? {} : { incarnation }) }
+          const answer = (await server.links!.request(through.name, join, 4_000)) as { members?: Record<string, string>; voteFromIndex?: number }
           if (typeof answer.voteFromIndex !== 'number') throw new Error('no index in the join answer')
           if (answer.members !== undefined) replica.membershipChanges.learnAddresses(answer.members)
           await replica.membershipChanges.recordVoteFrom(answer.voteFromIndex)
@@ -552,15 +555,19 @@ export class DriverSimulation {
    * their data, past their join. Wiping or removing `server` otherwise loses the quorum for good, as it would for an
    * operator (the recover command is then the way out), which is not what a schedule is after.
    */
-  private othersHealthy(server: SimServer): boolean {
-    // The newest configuration any running server holds: a lagging server's own view may miss a removal.
+  /** The newest configuration any running server holds: a lagging server's own view may miss a removal. */
+  private newestVoters(): readonly string[] {
     let newest = { index: -1, voters: [] as readonly string[] }
     for (const other of this.servers) {
       if (!other.running) continue
       const status = other.replica!.status()
       if (status.configurationIndex > newest.index) newest = { index: status.configurationIndex, voters: status.configuration.voters }
     }
-    const voters = newest.voters
+    return newest.voters
+  }
+
+  private othersHealthy(server: SimServer): boolean {
+    const voters = this.newestVoters()
     if (!voters.includes(server.name)) return false
     if (voters.length < 3) return false
     return voters
@@ -575,7 +582,7 @@ export class DriverSimulation {
   private async waitRejoined(server: SimServer): Promise<void> {
     const epoch = server.process.epoch
     while (server.process.epoch === epoch && server.process.up && server.replica !== undefined) {
-      if (!server.replica.membershipChanges.awaitingJoin() && server.replica.status().configuration.voters.includes(server.name)) {
+      if (!server.replica.membershipChanges.awaitingJoin() && server.replica.status().commitIndex >= (server.storage?.membershipRecord()?.voteFromIndex ?? 0) && this.newestVoters().includes(server.name)) {
         server.wiped = false
         return
       }
