@@ -18,7 +18,7 @@ import type { MembershipRecord } from '../raft/storage/raft-storage.js'
 import { VOTE_INDEX_UNKNOWN } from '../raft/storage/raft-storage.js'
 import { COMMAND_VERSION, type Command } from '../state/commands.js'
 import { encodeCommand } from '../state/store.js'
-import { listRecords, memberSpec } from '../state/tables.js'
+import { getRecord, listRecords, memberSpec } from '../state/tables.js'
 import { decideFounding, type ClusterStateAnswer } from './founding.js'
 import type { RaftReplica } from './raft-replica.js'
 
@@ -46,6 +46,8 @@ export class Membership {
   /** Addresses peers advertised in their handshakes, which may differ from the addresses dialed (proxies). */
   private readonly advertised = new Map<string, string>()
   private readonly promoting = new Set<string>()
+  /** Servers whose join this leader is processing: not promoted before their incarnation's entry is in (joinAsLeader). */
+  private readonly joining = new Set<string>()
   private stopped = false
   private gossipTimer: Timer | undefined
   private promotionTimer: Timer | undefined
@@ -213,6 +215,16 @@ export class Membership {
       this.addresses.set(node, address)
       this.updatePeers()
     }
+    this.joining.add(node)
+    try {
+      return await this.changeForJoin(node, address, incarnation)
+    } finally {
+      this.joining.delete(node)
+      void this.promoteWhenCaughtUp(node)
+    }
+  }
+
+  private async changeForJoin(node: string, address: string, incarnation: string | undefined): Promise<JoinAnswer> {
     if (this.replica.status().configuration.voters.includes(node)) {
       // A voter asking to join lost its log and its votes (a rebuilt server): it must not count until caught up again.
       await this.replica.proposeConfChange({ type: 'removeServer', nodeId: node })
@@ -229,7 +241,6 @@ export class Membership {
       this.replica.log.info({ node, address }, 'server joined as a non-voter')
     }
     await this.propose({ v: COMMAND_VERSION, type: 'raft.member.set', Node: node, Address: address, ...(incarnation === undefined ? {} : { Incarnation: incarnation }) })
-    void this.promoteWhenCaughtUp(node)
     return { members: this.knownAddresses(), voteFromIndex }
   }
 
@@ -243,8 +254,17 @@ export class Membership {
       while (!this.stopped && this.replica.isLeader() && environment.now() < deadline) {
         const status = this.replica.status()
         if (!status.configuration.learners.includes(node)) return
+        if (this.joining.has(node)) {
+          await this.replica.pause(100)
+          continue
+        }
         const progress = status.progress?.[node]
-        if (progress !== undefined && progress.matchIndex >= status.commitIndex) {
+        // The entry recording its incarnation tells a server that missed its join's answer where it may vote from:
+        // it must be committed and in the server's log before the promotion makes it a voter, or it would count as a
+        // voter that cannot vote (the promotion carries that commit index with it).
+        const recorded = await getRecord(this.replica.state.reader, memberSpec, node)
+        const told = recorded?.Incarnation === undefined ? 0 : recorded.ModifyIndex
+        if (progress !== undefined && progress.matchIndex >= status.commitIndex && status.commitIndex >= told && progress.matchIndex >= told) {
           await this.replica.proposeConfChange({ type: 'addVoter', nodeId: node })
           this.replica.log.info({ node }, 'server caught up and became a voter')
           return

@@ -33,6 +33,10 @@ export const REGRESSION_SEEDS = [
   0x41d,
   // A joined server whose join answer was lost could never vote again (it now learns it from its incarnation's entry).
   0x88d, 0x993, 0x9de, 0x11cf, 0x12ff, 0x135d,
+  // A removal that failed (its entry overwritten by a new leader) was wiped as if it had worked (simulator).
+  0xe2,
+  // A learner promoted before the entry naming its incarnation committed: a voter that could not vote.
+  0xff4,
 ]
 
 const SCHEDULES = Number(process.env['DRIVER_SIM_SCHEDULES'] ?? '1500')

@@ -21,12 +21,25 @@ import { ClusterNode } from '../../../src/rpc/cluster-node.js'
 import { COMMAND_VERSION } from '../../../src/state/commands.js'
 import { configEntryKey } from '../../../src/state/config-entries.js'
 import { finishStateSwitch } from '../../../src/state/snapshot.js'
-import { StateStore } from '../../../src/state/store.js'
+import { decodeCommand, StateStore } from '../../../src/state/store.js'
 import { configSpec, getRecord, listRecords } from '../../../src/state/tables.js'
 import { checkOperations, describePartition, registerModel, type Operation, type RegisterInput, type RegisterOutput } from '../../support/linearizability.js'
 import { Process, SimDisk, SimLinks, SimNetwork, World } from './world.js'
 
 const KIND = 'service-defaults'
+
+function describeCommand(command: { type?: string; Node?: string; Incarnation?: string } | undefined): string {
+  if (command === undefined) return '?'
+  return command.type === 'raft.member.set' ? `member(${command.Node}${command.Incarnation === undefined ? '' : `,${command.Incarnation}`})` : (command.type ?? '?')
+}
+
+function decodeCommandSafe(data: Uint8Array): { type?: string; Node?: string; Incarnation?: string } | undefined {
+  try {
+    return decodeCommand(data, 0) as { type?: string; Node?: string; Incarnation?: string }
+  } catch {
+    return undefined
+  }
+}
 const KEYS = ['k1', 'k2', 'k3', 'k4']
 const silent = pino({ level: 'silent' })
 
@@ -311,6 +324,8 @@ export class DriverSimulation {
     server.process.epoch += 1
     server.disk.crash(power)
     server.disk.slow = false
+    // Its log may hold less after a restart (power loss); its checks start again from what it then holds.
+    this.checkedCommit.delete(server.name)
     Object.assign(server, { replica: undefined, cluster: undefined, storage: undefined, state: undefined, links: undefined })
   }
 
@@ -324,14 +339,39 @@ export class DriverSimulation {
         if (!server.running) return `  ${server.name}: down${server.founder ? ' founder' : ''}${server.joining ? ' joining' : ''}`
         const status = server.replica!.status()
         const record = server.storage!.membershipRecord()
-        return `  ${server.name}: ${status.role} term ${status.term} leader ${status.leader} commit ${status.commitIndex} last ${status.lastIndex} applied ${server.state!.lastApplied} voters ${status.configuration.voters.join(',')} learners ${status.configuration.learners.join(',')} record ${JSON.stringify(record)} mayVote ${status.commitIndex >= (record?.voteFromIndex ?? 0)} first ${status.firstIndex} snapshot ${server.storage!.snapshot()?.index ?? '-'}${status.progress === undefined ? '' : ` progress ${JSON.stringify(status.progress)}`}`
+        const entries = server.storage!.entries(server.storage!.firstIndex(), server.storage!.lastIndex() + 1).map((entry) => `${entry.index}/${entry.term}/${entry.type === 'command' ? describeCommand(decodeCommandSafe(entry.data)) : entry.type}`).join(' ')
+        return `  ${server.name}: log [${process.env['SIM_LOGS'] === '1' ? entries : ''}] ${status.role} term ${status.term} leader ${status.leader} commit ${status.commitIndex} last ${status.lastIndex} applied ${server.state!.lastApplied} voters ${status.configuration.voters.join(',')} learners ${status.configuration.learners.join(',')} record ${JSON.stringify(record)} mayVote ${status.commitIndex >= (record?.voteFromIndex ?? 0)} first ${status.firstIndex} snapshot ${server.storage!.snapshot()?.index ?? '-'}${status.progress === undefined ? '' : ` progress ${JSON.stringify(status.progress)}`}`
       })
       .join('\n')
+  }
+
+  /** index → term of every entry some server has reported committed. */
+  private readonly committed = new Map<number, number>()
+  private readonly checkedCommit = new Map<string, number>()
+
+  /**
+   * State machine safety, incrementally: an entry a server reports committed has the same term on every server that
+   * ever reports it committed, and no server's durable log later holds another term there.
+   */
+  private checkCommitted(server: SimServer): void {
+    const storage = server.storage!
+    const commit = server.replica!.status().commitIndex
+    const from = Math.max(storage.firstIndex(), (this.checkedCommit.get(server.name) ?? 0) + 1)
+    const to = Math.min(commit, storage.lastIndex())
+    for (let index = from; index <= to; index += 1) {
+      const term = storage.term(index)
+      if (term === undefined) continue
+      const known = this.committed.get(index)
+      if (known !== undefined && known !== term) throw new Error(`safety: ${server.name} committed term ${term} at index ${index}, where term ${known} was committed before`)
+      this.committed.set(index, term)
+    }
+    if (to >= from) this.checkedCommit.set(server.name, to)
   }
 
   private checkLeaders(): void {
     for (const server of this.servers) {
       if (!server.running) continue
+      this.checkCommitted(server)
       const status = server.replica!.status()
       const role = `${status.role} term ${status.term} commit ${status.commitIndex} applied ${server.state!.lastApplied} voters ${status.configuration.voters.join(',')}${status.configuration.learners.length > 0 ? ` learners ${status.configuration.learners.join(',')}` : ''}`
       if (this.roles.get(server.name) !== role.replace(/ commit \d+ applied \d+/, '')) {
@@ -534,6 +574,9 @@ export class DriverSimulation {
           await leader.cluster!.removeServer({ id: server.name })
         } catch (error) {
           if (!(error instanceof WardenError)) throw error
+          // Not removed (or not known to be): it stays a member with its data.
+          server.removed = false
+          return
         }
         if (this.phase !== 'chaos') {
           server.removed = false
