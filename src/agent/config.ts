@@ -4,6 +4,7 @@
  * a ConfigError whose message names the flag or key, and the CLI exits 2 with it.
  */
 import { readFileSync } from 'node:fs'
+import { NODE_NAME_PATTERN } from '../lib/ids.js'
 import { hostname } from 'node:os'
 import { parseDuration } from '../lib/duration.js'
 
@@ -198,7 +199,7 @@ function stringSetting(name: string, value: unknown): string | undefined {
   return value
 }
 
-const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
+const NAME = NODE_NAME_PATTERN
 const DATACENTER = /^[a-z0-9_-]{1,64}$/
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): AgentConfig {

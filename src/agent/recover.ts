@@ -18,7 +18,8 @@
  * Steps 2 to 4 are each durable before the next begins and each can be run again, so a crash part-way leaves a data
  * dir that running recover again completes. The state is synced before the snapshot that claims it is written.
  */
-import { stat } from 'node:fs/promises'
+import { pathExists } from '../lib/files.js'
+import { NODE_NAME_PATTERN } from '../lib/ids.js'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline/promises'
@@ -57,16 +58,8 @@ export interface RecoveryResult {
 }
 
 /** The same rule as the agent's --node-name (config.ts), so a name this command takes is one the agent takes. */
-const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
+const NODE_NAME = NODE_NAME_PATTERN
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** A LevelDB that a running agent holds fails to open with LEVEL_LOCKED as the cause (classic-level's binding). */
 function isLocked(error: unknown): boolean {
@@ -111,10 +104,10 @@ export class PendingRecovery {
   /** Opens and checks `dataDir`; throws RecoveryRefused when it holds no Raft state, is in use or is not this node's. */
   static async open(dataDir: string, nodeName: string): Promise<PendingRecovery> {
     const raftDir = join(dataDir, 'raft')
-    if (!(await exists(raftDir))) {
+    if (!(await pathExists(raftDir))) {
       // A single server of a release before one Raft path keeps its log in log/; the agent upgrades it at start, and a
       // single server has no majority to lose.
-      if (await exists(join(dataDir, 'log'))) {
+      if (await pathExists(join(dataDir, 'log'))) {
         throw new RecoveryRefused(`${dataDir} is a single server's data dir of an earlier release (log/, no raft/): it needs no recovery; start the agent on it`)
       }
       throw new RecoveryRefused(`${dataDir} holds no Raft state (no ${raftDir}): nothing to recover from`)

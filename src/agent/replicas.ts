@@ -7,7 +7,8 @@
  * (founding.ts), open the peer links, start the replica, and, for a new server given --join, ask to join.
  */
 import { randomUUID } from 'node:crypto'
-import { mkdir, rename, rm, stat } from 'node:fs/promises'
+import { mkdir, rename, rm } from 'node:fs/promises'
+import { pathExists } from '../lib/files.js'
 import { join } from 'node:path'
 import type { Logger } from 'pino'
 import { realEnvironment } from '../lib/environment.js'
@@ -37,14 +38,6 @@ export interface StartedReplica {
   stop(): Promise<void>
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /**
  * A data dir of a single server written by a release before one Raft path (`log/` beside `state/`, no `raft/`)
@@ -57,8 +50,8 @@ async function upgradeSingleNodeDataDir(dataDir: string, nodeName: string, log: 
   const raft = join(dataDir, 'raft')
   const building = join(dataDir, 'raft.upgrading')
   await rm(building, { recursive: true, force: true })
-  if (!(await exists(oldLog))) return
-  if (await exists(raft)) {
+  if (!(await pathExists(oldLog))) return
+  if (await pathExists(raft)) {
     // The upgrade finished but the old log was not removed yet.
     await rm(oldLog, { recursive: true, force: true })
     return

@@ -51,3 +51,6 @@ export function newUlid(nowMs: number): string {
   for (const byte of randomBytes(16)) random += CROCKFORD_BASE32.charAt(byte % 32)
   return time + random
 }
+
+/** A server's name (--node-name, --peer, a join's Node): the one rule every place that takes one checks. */
+export const NODE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/

@@ -13,6 +13,7 @@
  */
 import { sleep } from '../lib/environment.js'
 import { WardenError } from '../lib/errors.js'
+import { NODE_NAME_PATTERN } from '../lib/ids.js'
 import { verifyJoinRequest, type JoinRequest } from '../lib/join-proof.js'
 import type { JoinAnswer } from '../replica/membership.js'
 import type { RaftReplica } from '../replica/raft-replica.js'
@@ -37,7 +38,7 @@ import {
  */
 const RETRY_PAUSE_MS = 50
 
-const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
+const NODE_NAME = NODE_NAME_PATTERN
 
 export class ClusterNode implements Cluster {
   /** Forwarded commands waiting for the end of this turn of the event loop, when they leave in one request. */

@@ -7,7 +7,8 @@
  * `rename` and `remove` are atomic, and durable once `syncDirectory` resolves (POSIX: a rename reaches the disk with
  * the directory's fsync, not before).
  */
-import { open, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { rename, rm, writeFile } from 'node:fs/promises'
+import { fsyncPath, pathExists } from '../lib/files.js'
 import { dirname, join } from 'node:path'
 import { openStateDb, type StateDb } from './reader.js'
 
@@ -27,40 +28,24 @@ export interface StateFiles {
   syncDirectory(): Promise<void>
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path)
-    return true
-  } catch {
-    return false
-  }
-}
 
-async function fsync(path: string): Promise<void> {
-  const handle = await open(path, 'r')
-  try {
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
-}
 
 /** The state's databases as directories: `state` (live), `state.incoming` (staged), `state.old` (being retired). */
 export function directoryFiles(stateDirectory: string): StateFiles {
   const path = (name: StateDirectoryName): string => (name === 'live' ? stateDirectory : `${stateDirectory}.${name}`)
   return {
     openDb: (name) => openStateDb(path(name)),
-    exists: (name) => exists(path(name)),
+    exists: (name) => pathExists(path(name)),
     remove: (name) => rm(path(name), { recursive: true, force: true }),
     rename: (from, to) => rename(path(from), path(to)),
     async mark(name, marker) {
       const file = join(path(name), marker)
       await writeFile(file, '')
-      await fsync(file)
-      await fsync(path(name))
+      await fsyncPath(file)
+      await fsyncPath(path(name))
     },
-    hasMark: (name, marker) => exists(join(path(name), marker)),
+    hasMark: (name, marker) => pathExists(join(path(name), marker)),
     unmark: (name, marker) => rm(join(path(name), marker), { force: true }),
-    syncDirectory: () => fsync(dirname(stateDirectory)),
+    syncDirectory: () => fsyncPath(dirname(stateDirectory)),
   }
 }
