@@ -498,6 +498,11 @@ export class RaftReplica {
     return this.core.status()
   }
 
+  /** The term of the entry at `index` in this server's log, entries not yet persisted included; for checkers. */
+  termAt(index: number): number | undefined {
+    return this.core.termAt(index)
+  }
+
   /** Called each time this node becomes the leader (the agent writes the built-ins of a new cluster then), and soon if it leads already. */
   onLeadership(listener: () => void): void {
     this.leadershipListeners.add(listener)

@@ -354,12 +354,13 @@ export class DriverSimulation {
    * ever reports it committed, and no server's durable log later holds another term there.
    */
   private checkCommitted(server: SimServer): void {
-    const storage = server.storage!
-    const commit = server.replica!.status().commitIndex
-    const from = Math.max(storage.firstIndex(), (this.checkedCommit.get(server.name) ?? 0) + 1)
-    const to = Math.min(commit, storage.lastIndex())
+    const replica = server.replica!
+    const status = replica.status()
+    // The core's view: a follower commits entries it holds before they are persisted (the next Ready writes them).
+    const from = Math.max(status.firstIndex, (this.checkedCommit.get(server.name) ?? 0) + 1)
+    const to = Math.min(status.commitIndex, status.lastIndex)
     for (let index = from; index <= to; index += 1) {
-      const term = storage.term(index)
+      const term = replica.termAt(index)
       if (term === undefined) continue
       const known = this.committed.get(index)
       if (known !== undefined && known !== term) throw new Error(`safety: ${server.name} committed term ${term} at index ${index}, where term ${known} was committed before`)
