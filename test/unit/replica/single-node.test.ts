@@ -1,0 +1,114 @@
+/**
+ * A server alone is a one-voter Raft group (issue 16, defect 7: the old single node wrote its own log and never
+ * compacted it, so the log grew without bound). Over real Raft storage and state in a temporary data dir, with a small
+ * snapshot threshold: after enough writes the node has taken a snapshot and compacted its log behind it, and a restart
+ * on the same data dir (opened as the agent opens it) comes back with every record and goes on writing.
+ */
+import { expect } from 'chai'
+import { join } from 'node:path'
+import { pino } from 'pino'
+import { realEnvironment } from '../../../src/lib/environment.js'
+import { LevelRaftStorage } from '../../../src/raft/storage/level-storage.js'
+import { RaftReplica } from '../../../src/replica/raft-replica.js'
+import { ClusterNode } from '../../../src/rpc/cluster-node.js'
+import { COMMAND_VERSION, type Command } from '../../../src/state/commands.js'
+import { directoryFiles } from '../../../src/state/files.js'
+import { finishStateSwitch } from '../../../src/state/snapshot.js'
+import { StateStore } from '../../../src/state/store.js'
+import { listRecords, policySpec } from '../../../src/state/tables.js'
+import { NO_LINKS } from '../../support/state.js'
+import { useTempDirs, type TempDirs } from '../../support/temp-dir.js'
+
+const SNAPSHOT_THRESHOLD = 20
+const WRITES = 100
+
+function policyCreate(n: number): Command {
+  const id = `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`
+  return { v: COMMAND_VERSION, type: 'acl.policy.create', policy: { ID: id, Name: `policy-${n}`, Description: '', Rules: 'acl = "read"', Datacenters: [], Namespace: 'default' } }
+}
+
+interface Node {
+  storage: LevelRaftStorage
+  state: StateStore
+  replica: RaftReplica
+  cluster: ClusterNode
+  /** Stops the replica, then closes the state and the log (also run at cleanup if the test did not). */
+  stop(): Promise<void>
+}
+
+/**
+ * Opens the data dir as the agent does (Raft storage, the state switch, the state) and starts a one-voter group on it
+ * as test/support/state.ts startSingleNode does, but with a small snapshot threshold; resolves once it leads.
+ */
+async function startAlone(dirs: TempDirs, dataDir: string, fatal: unknown[]): Promise<Node> {
+  const storage = await LevelRaftStorage.open(join(dataDir, 'raft'))
+  let state: StateStore | undefined
+  let replica: RaftReplica | undefined
+  let stopped: Promise<void> | undefined
+  const stop = (): Promise<void> =>
+    (stopped ??= (async () => {
+      await replica?.stop()
+      await state?.close()
+      await storage.close()
+    })())
+  dirs.defer(stop)
+  const files = directoryFiles(join(dataDir, 'state'))
+  await finishStateSwitch(files, storage.snapshot()?.index ?? 0)
+  state = await StateStore.openFiles(files)
+  if (storage.membershipRecord() === null) await storage.saveMembershipRecord({ voters: ['n1'], voteFromIndex: 0 })
+  replica = new RaftReplica({
+    nodeName: 'n1',
+    dialAddresses: new Map([['n1', '127.0.0.1:1']]),
+    membership: storage.membershipRecord()!,
+    storage,
+    state,
+    links: NO_LINKS,
+    environment: realEnvironment,
+    log: pino({ level: 'silent' }),
+    onFatal: (error) => fatal.push(error),
+    heartbeatIntervalMs: 50,
+    electionTimeoutMs: 500,
+    snapshotThreshold: SNAPSHOT_THRESHOLD,
+  })
+  const cluster = new ClusterNode(replica, undefined)
+  await replica.start()
+  await cluster.readBarrier('consistent')
+  return { storage, state, replica, cluster, stop }
+}
+
+async function policyNames(state: StateStore): Promise<string[]> {
+  return (await listRecords(state.reader, policySpec)).map((policy) => policy.Name).sort()
+}
+
+describe('replica: a server alone is a one-voter Raft group', function () {
+  const dirs = useTempDirs()
+
+  it('compacts its Raft log behind a snapshot every snapshotThreshold entries, and restarts with every record', async function () {
+    const dataDir = await dirs.make('warden-alone-')
+    const fatal: unknown[] = []
+    const expected = Array.from({ length: WRITES }, (_, n) => `policy-${n + 1}`).sort()
+
+    const first = await startAlone(dirs, dataDir, fatal)
+    for (let n = 1; n <= WRITES; n += 1) {
+      const result = await first.cluster.propose(policyCreate(n))
+      expect(result.ok, JSON.stringify(result)).to.equal(true)
+    }
+    const applied = first.state.lastApplied
+    expect(applied).to.be.at.least(WRITES)
+    expect(first.storage.snapshot()?.index ?? 0, 'no snapshot was taken').to.be.at.least(applied - SNAPSHOT_THRESHOLD)
+    expect(first.storage.firstIndex(), 'the Raft log was never compacted').to.be.above(1)
+    expect(first.storage.lastIndex()).to.equal(applied)
+    await first.stop()
+
+    const second = await startAlone(dirs, dataDir, fatal)
+    expect(second.storage.firstIndex(), 'the compaction did not survive the restart').to.be.above(1)
+    expect(second.state.lastApplied).to.be.at.least(applied)
+    expect(await policyNames(second.state)).to.deep.equal(expected)
+    // It goes on writing after the restart.
+    const result = await second.cluster.propose(policyCreate(WRITES + 1))
+    expect(result.ok, JSON.stringify(result)).to.equal(true)
+    expect(await policyNames(second.state)).to.include(`policy-${WRITES + 1}`)
+    await second.stop()
+    expect(fatal).to.deep.equal([])
+  })
+})
