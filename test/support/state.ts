@@ -86,6 +86,30 @@ export async function startSingleNode(name: string, storage: LevelRaftStorage, s
   return { replica, cluster }
 }
 
+/**
+ * The replica `startSingleNode` starts, built the same way but not started: for a test that must be able to stop it
+ * whatever the start does (register `replica.stop()` first, then `replica.start()`), for instance a start expected to
+ * fail through `onFatal`, or one that may never lead. Saves the membership record as `startSingleNode` does.
+ */
+export async function createSingleNode(name: string, storage: LevelRaftStorage, state: StateStore, onFatal: (error: unknown) => void): Promise<{ replica: RaftReplica; cluster: ClusterNode }> {
+  if (storage.membershipRecord() === null) await storage.saveMembershipRecord({ voters: [name], voteFromIndex: 0 })
+  const replica = new RaftReplica({
+    nodeName: name,
+    dialAddresses: new Map([[name, '127.0.0.1:1']]),
+    membership: storage.membershipRecord()!,
+    storage,
+    state,
+    links: NO_LINKS,
+    environment: realEnvironment,
+    log: pino({ level: 'silent' }),
+    onFatal,
+    heartbeatIntervalMs: 50,
+    electionTimeoutMs: 500,
+    snapshotThreshold: 8192,
+  })
+  return { replica, cluster: new ClusterNode(replica, undefined) }
+}
+
 export interface ReplicaFixture {
   dir: string
   storage: LevelRaftStorage

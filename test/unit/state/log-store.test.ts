@@ -2,8 +2,9 @@
  * The durable log (src/raft/storage/log-store.ts) over a real LevelDB in a temporary directory: entries appended in
  * order come back with their index, term and bytes, also after the store is closed and reopened, and `lastIndex` /
  * `firstIndex` describe what is stored. An append that would leave a gap or rewrite an index is refused as a bug
- * (AssertionError) and writes nothing. The file sits with the state tests because the single-node replica recovers
- * the state machine from this log.
+ * (AssertionError) and writes nothing. Since one Raft path, this is the log of the previous release's single server
+ * (`<data-dir>/log`), read once by the agent when it upgrades such a data dir (src/agent/replicas.ts; the upgrade
+ * itself: test/unit/agent/upgrade.test.ts), so the old entries must still come back as that release wrote them.
  */
 import { expect } from 'chai'
 import { AssertionError } from '../../../src/lib/assert.js'
