@@ -46,6 +46,13 @@ async function main(argv: string[]): Promise<number> {
   }
   const log = createLogger(config.nodeName, config.logLevel)
   const fatal = (error: unknown): void => {
+    if (error instanceof UnknownCommandError) {
+      // Met while applying the log, at start or later: a distinct exit code, so a supervisor can tell "upgrade this
+      // node" from a failure worth retrying.
+      log.fatal({ err: error }, 'the log holds a command this version cannot apply')
+      process.stderr.write(`warden: ${error.message}\n`)
+      process.exit(EXIT_UNKNOWN_COMMAND)
+    }
     log.fatal({ err: error }, 'the agent cannot continue')
     process.exit(1)
   }

@@ -82,7 +82,13 @@ export async function startSingleNode(name: string, storage: LevelRaftStorage, s
   })
   const cluster = new ClusterNode(replica, undefined)
   await replica.start()
-  await cluster.readBarrier('consistent')
+  try {
+    await cluster.readBarrier('consistent')
+  } catch (error) {
+    // Never leave a ticking replica behind a failed start: mocha would not exit.
+    await replica.stop()
+    throw error
+  }
   return { replica, cluster }
 }
 
