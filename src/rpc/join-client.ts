@@ -8,12 +8,14 @@ import type { RaftReplica } from '../replica/raft-replica.js'
 
 export async function joinThroughHttp(replica: RaftReplica, httpAddresses: readonly string[], clusterKey: string, advertiseAddress: string): Promise<void> {
   const { environment, log } = replica
+  /** A member of the previous release refuses the Incarnation field; it is then left out (the answer says the index). */
+  let sendIncarnation = true
   for (let attempt = 0; !replica.isStopped; attempt += 1) {
     for (const httpAddress of httpAddresses) {
       if (replica.isStopped) return
       try {
         if (!replica.membershipChanges.awaitingJoin()) return
-        const incarnation = replica.membershipChanges.incarnation
+        const incarnation = sendIncarnation ? replica.membershipChanges.incarnation : undefined
         const request = { ...makeJoinRequest(clusterKey, replica.nodeName, advertiseAddress, environment.wallNow()), ...(incarnation === undefined ? {} : { Incarnation: incarnation }) }
         const response = await fetch(`http://${httpAddress}/v1/operator/raft/join`, {
           method: 'POST',
@@ -21,7 +23,11 @@ export async function joinThroughHttp(replica: RaftReplica, httpAddresses: reado
           body: JSON.stringify(request),
           signal: AbortSignal.timeout(replica.applyWaitMs),
         })
-        const body = (await response.json()) as { Members?: Record<string, string>; VoteFromIndex?: number; Error?: string }
+        const body = (await response.json()) as { Members?: Record<string, string>; VoteFromIndex?: number; Error?: string; Field?: string }
+        if (response.status === 400 && incarnation !== undefined && (body.Field === 'Incarnation' || body.Error?.startsWith('Incarnation') === true)) {
+          sendIncarnation = false
+          throw new Error(`${httpAddress} runs a release without incarnations: joining without one`)
+        }
         if (!response.ok || body.Members === undefined) throw new Error(body.Error ?? `HTTP ${response.status}`)
         replica.membershipChanges.learnAddresses(body.Members)
         // A leader of an earlier release does not say: it added this server as a new non-voter, as before.
