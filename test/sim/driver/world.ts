@@ -263,6 +263,11 @@ export class SimDisk {
     this.live = new Map()
     this.durable = new Map()
   }
+
+  /** The databases the data dir holds now ('raft', 'state.live', 'state.incoming', ...), sorted; read-only, for tests. */
+  names(): string[] {
+    return [...this.live.keys()].sort()
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
