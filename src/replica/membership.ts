@@ -360,7 +360,7 @@ export class Membership {
         return
       }
       if (decision === 'rejoin') {
-        log.warn('this server has an empty data dir but its cluster exists: rejoining as a non-voter until it has caught up')
+        log.warn('this server has an empty data dir but its cluster already exists (founded without it, or it lost its data): joining as a non-voter until it has caught up')
         await this.rejoinThroughPeers()
         return
       }
@@ -381,7 +381,8 @@ export class Membership {
           if (typeof answer?.voteFromIndex !== 'number') throw new Error('the answer to the join names no index')
           if (answer.members !== undefined) this.learnAddresses(answer.members)
           await this.recordVoteFrom(answer.voteFromIndex)
-          log.info({ through: peer, voteFromIndex: answer.voteFromIndex }, 'rejoined the cluster')
+          // The index recorded may be a later one, learned from this server's own member entry before the answer came.
+          log.info({ through: peer, voteFromIndex: this.record.voteFromIndex }, 'rejoined the cluster')
           return
         } catch (error) {
           log.debug({ err: error, through: peer, attempt }, 'rejoin attempt failed; retrying')

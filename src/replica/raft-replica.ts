@@ -147,6 +147,7 @@ export class RaftReplica {
         this.core.reportSnapshot(to, ok)
         this.kick()
       },
+      leads: (term) => this.role === 'leader' && this.core.status({ progress: false }).term === term,
     })
     this.membershipChanges = new Membership(this, options.dialAddresses, options.membership)
   }

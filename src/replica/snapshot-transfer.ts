@@ -11,7 +11,7 @@
  * its position the driver does not compact the log past it, so the term of the index it sends stays known.
  */
 import type { Logger } from 'pino'
-import type { Environment } from '../lib/environment.js'
+import type { Environment, Timer } from '../lib/environment.js'
 import { WardenError } from '../lib/errors.js'
 import type { SnapshotMetadata } from '../raft/index.js'
 import { discardStagedState, IncomingState, openStateSnapshot } from '../state/snapshot.js'
@@ -30,6 +30,8 @@ export interface SnapshotChunk {
 }
 
 const SNAPSHOT_CHUNK_TIMEOUT_MS = 30_000
+/** A stream being received with no chunk for this long was abandoned (its leader was deposed or died): discarded. */
+const SNAPSHOT_IDLE_MS = 2 * SNAPSHOT_CHUNK_TIMEOUT_MS
 
 export interface SnapshotHost {
   readonly state: StateStore
@@ -42,6 +44,8 @@ export interface SnapshotHost {
   offerSnapshot(from: string, term: number, snapshot: SnapshotMetadata): boolean
   /** The stream to `to` finished (ok) or failed. */
   reportSent(to: string, ok: boolean): void
+  /** Whether this server still leads `term`: a deposed leader stops streaming (the follower would refuse it). */
+  leads(term: number): boolean
 }
 
 type Staging =
@@ -57,6 +61,7 @@ export class SnapshotTransfer {
   /** Applied indexes that streams being sent read at; the log is not compacted past the lowest. */
   private readonly holds = new Set<{ index: number }>()
   private stopped = false
+  private idleTimer: Timer | undefined
 
   constructor(private readonly host: SnapshotHost) {}
 
@@ -98,6 +103,7 @@ export class SnapshotTransfer {
       let seq = 0
       for await (const pairs of reader.chunks()) {
         if (this.stopped) throw new Error('stopping')
+        if (!this.host.leads(term)) throw new Error(`no longer the leader of term ${term}`)
         await this.host.links.request(to, { kind: 'snapshot', id, seq, pairs, done: false } satisfies SnapshotChunk, SNAPSHOT_CHUNK_TIMEOUT_MS)
         seq += 1
       }
@@ -128,7 +134,11 @@ export class SnapshotTransfer {
     }
     await staging.incoming.write(chunk.pairs)
     staging.nextSeq += 1
-    if (!chunk.done) return { ok: true }
+    this.idleTimer?.cancel()
+    if (!chunk.done) {
+      this.idleTimer = this.host.environment.setTimeout(() => this.abandon(staging.id), SNAPSHOT_IDLE_MS)
+      return { ok: true }
+    }
     const stagedIndex = await staging.incoming.complete()
     const snapshot = chunk.snapshot
     if (snapshot === undefined || chunk.term === undefined || stagedIndex !== snapshot.index) {
@@ -155,6 +165,17 @@ export class SnapshotTransfer {
     this.staging = { phase: 'idle' }
   }
 
+  /** Discards stream `id` if it is still the one being received and no chunk came since. */
+  private abandon(id: string): void {
+    const next = this.receiving.then(async () => {
+      if (this.staging.phase === 'receiving' && this.staging.id === id) {
+        this.host.log.info({ from: this.staging.from }, 'a snapshot stream was abandoned; its staged part is discarded')
+        await this.abortReceiving()
+      }
+    })
+    this.receiving = next.catch((error: unknown) => this.host.log.warn({ err: error }, 'discarding an abandoned snapshot stream failed'))
+  }
+
   private async abortReceiving(): Promise<void> {
     const staging = this.staging
     if (staging.phase !== 'receiving') return
@@ -165,6 +186,7 @@ export class SnapshotTransfer {
   /** Stops sending and receiving; a stream being received is discarded (a staged one stays for finishStateSwitch). */
   async stop(): Promise<void> {
     this.stopped = true
+    this.idleTimer?.cancel()
     await this.receiving
     await this.abortReceiving()
   }

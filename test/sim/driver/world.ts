@@ -367,11 +367,12 @@ export class SimLinks implements PeerLinks {
       const timer = this.world.schedule(timeoutMs, () => settle(() => reject(new TransportError('timeout', to, 'maybe', 'no answer in time'))), this.process)
       // Requests and their answers ride a reliable stream (TCP): delayed, not lost, unless the link is cut.
       this.network.carry(from, to, (target) => {
+        // An answer reaches only the incarnation that asked: one that died meanwhile never hears it.
         target.requestHandler(from, payload).then(
-          (answer) => this.network.carry(to, from, () => settle(() => resolve(copy(answer))), true),
+          (answer) => this.network.carry(to, from, () => this.alive() && settle(() => resolve(copy(answer))), true),
           (error: unknown) => {
             const wire = error instanceof WardenError ? error.toWire() : new WardenError('outcome_unknown', String(error)).toWire()
-            this.network.carry(to, from, () => settle(() => reject(errorFromWire(copy(wire)))), true)
+            this.network.carry(to, from, () => this.alive() && settle(() => reject(errorFromWire(copy(wire)))), true)
           },
         )
       }, true)

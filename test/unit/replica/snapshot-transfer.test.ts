@@ -79,6 +79,7 @@ describe('replica/snapshot-transfer: receiving a snapshot', function () {
         return coreTakes
       },
       reportSent: () => undefined,
+      leads: () => true,
     }
     transfer = new SnapshotTransfer(host)
     // Runs before the state closes (closers run last registered, first).
