@@ -28,6 +28,8 @@
  *   kill NAME | power-loss NAME | wipe NAME | restart NAME    kill -9; power loss (unsynced writes lost); data dir
  *        deleted (stays down); restart with the flags of its first start (killing it first if it runs)
  *   pause NAME D | resume NAME    SIGSTOP for D; SIGCONT now
+ *   clock-jump NAME [+|-]D    move NAME's wall clock (only join proofs read it)
+ *   contact NAME    ClusterNode.lastContactMs (what ?max_stale compares) and the leader NAME knows
  *   cut A [B] | heal [A [B]]    cut the links between A and B (both ways; without B, between A and everyone) or
  *        restore them (without arguments, all)
  *   status    one line per server: role, term, leader, commit, applied, last index, voters, learners, voteFrom (from
@@ -454,6 +456,16 @@ export class ScriptRunner {
         const server = this.server(args[0])
         this.w.resume(server.process)
         return [`${server.name}: resumed`]
+      }
+      case 'clock-jump': {
+        const server = this.server(args[0])
+        const sign = args[1]?.startsWith('-') === true ? -1 : 1
+        server.process.wallOffsetMs += sign * parseDuration(args[1]?.replace(/^[-+]/, ''))
+        return [`${server.name}: wall clock ${sign < 0 ? 'back' : 'forward'} by ${args[1]?.replace(/^[-+]/, '')}`]
+      }
+      case 'contact': {
+        const server = this.running(args[0])
+        return [`${server.name}: last contact ${server.cluster!.lastContactMs()}ms, leader ${server.replica!.leader ?? 'none'}`]
       }
       case 'cut':
       case 'heal': {
