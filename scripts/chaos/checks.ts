@@ -271,9 +271,11 @@ export function failoverTimes(history: readonly RecordedOperation[], events: rea
     // From the moment the fault had surely taken effect, and only writes sent after it: one sent just before a
     // kill may have been committed by the old leader in the few ms the signal took.
     const from = fault.done ?? fault.at
-    const after = acknowledged.filter((operation) => operation.start >= from)
-    if (after.length === 0) continue
-    samplesMs.push(Math.round(Math.min(...after.map((operation) => operation.end)) - from))
+    // A loop, not Math.min(...ends): a long run's history is too large to spread into one call's arguments.
+    let firstEnd = Number.POSITIVE_INFINITY
+    for (const operation of acknowledged) if (operation.start >= from && operation.end < firstEnd) firstEnd = operation.end
+    if (firstEnd === Number.POSITIVE_INFINITY) continue
+    samplesMs.push(Math.round(firstEnd - from))
   }
   const sorted = [...samplesMs].sort((a, b) => a - b)
   const summary =
