@@ -4,7 +4,7 @@
  * writes, torn tails, wiped data dirs, pauses, partitions, edited flags, joins and removals. Each schedule's history is
  * checked for linearizability; members must agree at the end. A failure names its seed and the command that replays it.
  *
- * Environment: DRIVER_SIM_SCHEDULES (default 1500, about a minute and a half here) and DRIVER_SIM_FIRST_SEED (default
+ * Environment: DRIVER_SIM_SCHEDULES (default 2500, about two minutes on this 2-core machine) and DRIVER_SIM_FIRST_SEED (default
  * 1) choose the seeds, so that `npm test` is deterministic; `npm run sim:soak` explores new seeds until time runs out.
  * DRIVER_SIM_SEEDS (comma-separated) runs just those. Every seed that ever failed stays in REGRESSION_SEEDS.
  */
@@ -39,7 +39,7 @@ export const REGRESSION_SEEDS = [
   0xff4,
 ]
 
-const SCHEDULES = Number(process.env['DRIVER_SIM_SCHEDULES'] ?? '1500')
+const SCHEDULES = Number(process.env['DRIVER_SIM_SCHEDULES'] ?? '2500')
 const FIRST_SEED = Number(process.env['DRIVER_SIM_FIRST_SEED'] ?? '1')
 const ONLY = (process.env['DRIVER_SIM_SEEDS'] ?? '').split(',').filter((seed) => seed.trim() !== '').map((seed) => Number(seed.trim()))
 
