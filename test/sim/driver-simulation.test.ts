@@ -4,9 +4,10 @@
  * writes, torn tails, wiped data dirs, pauses, partitions, edited flags, joins and removals. Each schedule's history is
  * checked for linearizability; members must agree at the end. A failure names its seed and the command that replays it.
  *
- * Environment: DRIVER_SIM_SCHEDULES (default 2500, about two minutes on this 2-core machine) and DRIVER_SIM_FIRST_SEED (default
- * 1) choose the seeds, so that `npm test` is deterministic; `npm run sim:soak` explores new seeds until time runs out.
- * DRIVER_SIM_SEEDS (comma-separated) runs just those. Every seed that ever failed stays in REGRESSION_SEEDS.
+ * Environment: DRIVER_SIM_SCHEDULES (default 2500, about two minutes on this 2-core machine) and
+ * DRIVER_SIM_FIRST_SEED (default 1) choose the seeds, so that `npm test` is deterministic; `npm run sim:soak` explores
+ * new seeds until time runs out. DRIVER_SIM_SEEDS (comma-separated) runs just those. Every seed that ever failed stays
+ * in REGRESSION_SEEDS.
  */
 import { expect } from 'chai'
 import { DriverSimulationFailure, runDriverSeed } from './driver/driver-simulation.js'
