@@ -2,27 +2,26 @@
  * Starting this server's Raft replica. There is one path: a server without peers is a Raft group of one voter on the
  * same code as a member of three (as etcd and hashicorp/raft run it). The rest of the agent sees a `Cluster`.
  *
- * Order at start: open the Raft storage (upgrading a single-node data dir of an earlier release first), finish or
- * discard a snapshot switch a crash interrupted, open the state, decide or read how this server entered its cluster
- * (founding.ts), open the peer links, start the replica, and, for a new server given --join, ask to join.
+ * Order at start: open the Raft storage (upgrading a single-node data dir of an earlier release first), open the peer
+ * links, open the node on its data (rpc/open-node.ts: how it entered its cluster, the snapshot switch, the state, the
+ * replica), start the replica, and, for a new server given --join, ask to join.
  */
 import { randomUUID } from 'node:crypto'
 import { mkdir, rename, rm } from 'node:fs/promises'
-import { pathExists } from '../lib/files.js'
 import { join } from 'node:path'
 import type { Logger } from 'pino'
+import { clusterAddressProblem } from '../lib/cluster-address.js'
 import { realEnvironment } from '../lib/environment.js'
+import { pathExists } from '../lib/files.js'
 import { LevelRaftStorage } from '../raft/storage/level-storage.js'
 import { LogStore } from '../raft/storage/log-store.js'
-import { peerFlagsProblem, planMembership } from '../replica/founding.js'
 import type { PeerLinks } from '../replica/peer-links.js'
-import { RaftReplica } from '../replica/raft-replica.js'
-import { ClusterNode, type Cluster } from '../rpc/index.js'
+import type { RaftReplica } from '../replica/raft-replica.js'
+import type { Cluster } from '../rpc/index.js'
 import { joinThroughHttp } from '../rpc/join-client.js'
+import { openNode } from '../rpc/open-node.js'
 import { directoryFiles } from '../state/files.js'
-import { finishStateSwitch } from '../state/snapshot.js'
 import { StateStore } from '../state/store.js'
-import { clusterAddressProblem } from '../lib/cluster-address.js'
 import { ClosedLinks, PeerTransport } from '../transport/index.js'
 import { ConfigError, formatAddress, type AgentConfig } from './config.js'
 
@@ -99,16 +98,6 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
   await upgradeSingleNodeDataDir(dataDir, config.nodeName, log)
   const storage = await LevelRaftStorage.open(join(dataDir, 'raft'))
   const flags = { nodeName: config.nodeName, peerNames: peers.map(([name]) => name), joining: config.join.length > 0, incarnation: randomUUID() }
-  const plan = planMembership(storage, flags)
-  if (!plan.ok) {
-    await storage.close()
-    throw new ConfigError(plan.problem)
-  }
-  if (plan.save) await storage.saveMembershipRecord(plan.record)
-  const files = directoryFiles(join(dataDir, 'state'))
-  // A snapshot install that a crash interrupted is finished (or discarded) before the state is opened.
-  await finishStateSwitch(files, storage.snapshot()?.index ?? 0)
-  const state = await StateStore.openFiles(files)
   let links: PeerLinks
   let stopLinks: () => Promise<void>
   let port: number
@@ -131,37 +120,37 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
     port = transport.address.port
   }
   const clusterAddress = formatAddress({ host: config.clusterAddr.host, port })
-  const replica = new RaftReplica({
-    nodeName: config.nodeName,
-    dialAddresses: new Map([[config.nodeName, clusterAddress], ...peers]),
-    membership: storage.membershipRecord() ?? plan.record,
+  const opened = await openNode({
     storage,
-    state,
+    files: directoryFiles(join(dataDir, 'state')),
+    flags,
     links,
-    environment: realEnvironment,
-    log: log.child({ module: 'raft' }),
-    onFatal,
-    heartbeatIntervalMs: config.raft.heartbeatIntervalMs,
-    electionTimeoutMs: config.raft.electionTimeoutMs,
-    snapshotThreshold: config.raft.snapshotThreshold,
-    leaderWaitMs: config.raft.leaderWaitMs,
+    dialAddresses: new Map([[config.nodeName, clusterAddress], ...peers]),
+    clusterKey: config.clusterKey,
+    settings: {
+      environment: realEnvironment,
+      log: log.child({ module: 'raft' }),
+      onFatal,
+      heartbeatIntervalMs: config.raft.heartbeatIntervalMs,
+      electionTimeoutMs: config.raft.electionTimeoutMs,
+      snapshotThreshold: config.raft.snapshotThreshold,
+      leaderWaitMs: config.raft.leaderWaitMs,
+      addressCheck: clusterAddressProblem,
+    },
   })
-  replica.membershipChanges.addressCheck = (address) => clusterAddressProblem(address)
-  const configuration = replica.status().configuration
-  const flagsProblem = plan.save ? undefined : peerFlagsProblem(plan.record, [...configuration.voters, ...configuration.learners], flags)
-  if (flagsProblem !== undefined) {
+  if (!opened.ok) {
     await stopLinks()
-    await state.close()
     await storage.close()
-    throw new ConfigError(flagsProblem)
+    throw new ConfigError(opened.problem)
   }
-  const cluster = new ClusterNode(replica, config.clusterKey)
+  const { state, replica, cluster } = opened
+  const configuration = replica.status().configuration
   const voters = configuration.voters
   const alone = voters.length === 1 && voters[0] === config.nodeName
   await replica.start()
   let joining: Promise<void> | undefined
   // A new server asks a running member to add it; one that joined before knows its cluster from its own storage.
-  if (plan.next === 'join' && config.clusterKey !== undefined) joining = joinThroughHttp(replica, config.join, config.clusterKey, clusterAddress)
+  if (opened.next === 'join' && config.clusterKey !== undefined) joining = joinThroughHttp(replica, config.join, config.clusterKey, clusterAddress)
   return {
     state,
     cluster,

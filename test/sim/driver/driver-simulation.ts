@@ -15,12 +15,11 @@ import { pino } from 'pino'
 import { WardenError } from '../../../src/lib/errors.js'
 import { SeededRng } from '../../../src/lib/rng.js'
 import { LevelRaftStorage, type RaftDb } from '../../../src/raft/storage/level-storage.js'
-import { peerFlagsProblem, planMembership } from '../../../src/replica/founding.js'
 import { RaftReplica } from '../../../src/replica/raft-replica.js'
 import { ClusterNode } from '../../../src/rpc/cluster-node.js'
 import { COMMAND_VERSION } from '../../../src/state/commands.js'
 import { configEntryKey } from '../../../src/state/config-entries.js'
-import { finishStateSwitch } from '../../../src/state/snapshot.js'
+import { openNode } from '../../../src/rpc/open-node.js'
 import { decodeCommand, StateStore } from '../../../src/state/store.js'
 import { configSpec, getRecord, listRecords } from '../../../src/state/tables.js'
 import { checkOperations, describePartition, registerModel, type Operation, type RegisterInput, type RegisterOutput } from '../../support/linearizability.js'
@@ -240,50 +239,40 @@ export class DriverSimulation {
       process.held = []
       const storage = await LevelRaftStorage.openDb((await server.disk.openDb('raft')) as unknown as RaftDb)
       const peerNames = peerNamesOverride ?? (server.joining ? [] : this.founderNames().filter((name) => name !== server.name))
-      const plan = planMembership(storage, { nodeName: server.name, peerNames, joining: server.joining, incarnation: this.world.nextId() })
-      this.note(`${server.name}: start (${plan.ok ? plan.next : 'refused'}) peers ${peerNames.join(',')}${server.joining ? ' --join' : ''}`)
-      if (!plan.ok) {
-        await storage.close()
-        process.up = false
-        return false
-      }
-      if (plan.save) await storage.saveMembershipRecord(plan.record)
-      const files = server.disk.stateFiles()
-      await finishStateSwitch(files, storage.snapshot()?.index ?? 0)
-      const state = await StateStore.openFiles(files)
+      const flags = { nodeName: server.name, peerNames, joining: server.joining, incarnation: this.world.nextId() }
       const links = this.network.links(process)
       const epoch = process.epoch
-      const replica = new RaftReplica({
-        nodeName: server.name,
-        dialAddresses: this.peerAddresses(server, peerNames),
-        membership: storage.membershipRecord() ?? plan.record,
+      const opened = await openNode({
         storage,
-        state,
+        files: server.disk.stateFiles(),
+        flags,
         links,
-        environment: this.world.environment(process),
-        log: silent,
-        onFatal: (error) => {
-          // A dead incarnation's writes fail on purpose; a live one's failure is a bug.
-          if (process.epoch === epoch && process.up) this.failure ??= new Error(`${server.name} failed: ${error instanceof Error ? error.stack : String(error)}`)
+        dialAddresses: this.peerAddresses(server, peerNames),
+        clusterKey: undefined,
+        settings: {
+          environment: this.world.environment(process),
+          log: silent,
+          onFatal: (error) => {
+            // A dead incarnation's writes fail on purpose; a live one's failure is a bug.
+            if (process.epoch === epoch && process.up) this.failure ??= new Error(`${server.name} failed: ${error instanceof Error ? error.stack : String(error)}`)
+          },
+          heartbeatIntervalMs: this.options.heartbeatIntervalMs,
+          electionTimeoutMs: this.options.electionTimeoutMs,
+          snapshotThreshold: this.options.snapshotThreshold,
+          leaderWaitMs: 3_000,
+          applyWaitMs: 4_000,
         },
-        heartbeatIntervalMs: this.options.heartbeatIntervalMs,
-        electionTimeoutMs: this.options.electionTimeoutMs,
-        snapshotThreshold: this.options.snapshotThreshold,
-        leaderWaitMs: 3_000,
-        applyWaitMs: 4_000,
       })
-      const configuration = replica.status().configuration
-      if (!plan.save && peerFlagsProblem(plan.record, [...configuration.voters, ...configuration.learners], { nodeName: server.name, peerNames, joining: server.joining }) !== undefined) {
-        this.note(`${server.name}: refused, --peer names other members`)
-        await state.close()
+      this.note(`${server.name}: start (${opened.ok ? opened.next : 'refused'}) peers ${peerNames.join(',')}${server.joining ? ' --join' : ''}`)
+      if (!opened.ok) {
         await storage.close()
         process.up = false
         return false
       }
-      const cluster = new ClusterNode(replica, undefined)
+      const { state, replica, cluster } = opened
       Object.assign(server, { replica, cluster, storage, state, links })
       await replica.start()
-      if (plan.next === 'join') void this.joinLoop(server, epoch)
+      if (opened.next === 'join') void this.joinLoop(server, epoch)
       return true
     } finally {
       server.starting = false

@@ -43,12 +43,11 @@ import { SeededRng } from '../../../src/lib/rng.js'
 import { decodeConfiguration, type Entry } from '../../../src/raft/index.js'
 import { LevelRaftStorage, type RaftDb } from '../../../src/raft/storage/level-storage.js'
 import { VOTE_INDEX_UNKNOWN, type MembershipRecord } from '../../../src/raft/storage/raft-storage.js'
-import { peerFlagsProblem, planMembership } from '../../../src/replica/founding.js'
 import { RaftReplica } from '../../../src/replica/raft-replica.js'
 import { ClusterNode } from '../../../src/rpc/cluster-node.js'
 import { COMMAND_VERSION } from '../../../src/state/commands.js'
 import { configEntryKey } from '../../../src/state/config-entries.js'
-import { finishStateSwitch } from '../../../src/state/snapshot.js'
+import { openNode } from '../../../src/rpc/open-node.js'
 import { decodeCommand, StateStore } from '../../../src/state/store.js'
 import { configSpec, getRecord, listRecords } from '../../../src/state/tables.js'
 import { Process, SimDisk, SimLinks, SimNetwork, World } from './world.js'
@@ -672,50 +671,39 @@ export class ScriptRunner {
     // connection to a port nobody listens on yet is, instead of going unanswered until it times out.
     const links = this.network!.links(process)
     const storage = await LevelRaftStorage.openDb((await server.disk.openDb('raft')) as unknown as RaftDb)
-    const flags = { nodeName: server.name, peerNames: server.peers, joining: server.joining }
-    const plan = planMembership(storage, { ...flags, incarnation: this.w.nextId() })
-    if (!plan.ok) {
-      await storage.close()
-      process.up = false
-      return `${server.name}: refused: ${plan.problem}`
-    }
-    if (plan.save) await storage.saveMembershipRecord(plan.record)
-    const files = server.disk.stateFiles()
-    await finishStateSwitch(files, storage.snapshot()?.index ?? 0)
-    const state = await StateStore.openFiles(files)
+    const flags = { nodeName: server.name, peerNames: server.peers, joining: server.joining, incarnation: this.w.nextId() }
     const epoch = process.epoch
-    const replica = new RaftReplica({
-      nodeName: server.name,
-      dialAddresses: new Map([server.name, ...server.peers].map((name) => [name, `sim:${name}`])),
-      membership: storage.membershipRecord() ?? plan.record,
+    const opened = await openNode({
       storage,
-      state,
+      files: server.disk.stateFiles(),
+      flags,
       links,
-      environment: this.w.environment(process),
-      log: this.logger(server, epoch),
-      onFatal: (error) => {
-        if (process.epoch === epoch && process.up) this.failure ??= new Error(`${server.name} failed: ${error instanceof Error ? error.stack : String(error)}`)
+      dialAddresses: new Map([server.name, ...server.peers].map((name) => [name, `sim:${name}`])),
+      clusterKey: undefined,
+      settings: {
+        environment: this.w.environment(process),
+        log: this.logger(server, epoch),
+        onFatal: (error) => {
+          if (process.epoch === epoch && process.up) this.failure ??= new Error(`${server.name} failed: ${error instanceof Error ? error.stack : String(error)}`)
+        },
+        heartbeatIntervalMs: this.options.heartbeatIntervalMs,
+        electionTimeoutMs: server.electionTimeoutMs ?? this.options.electionTimeoutMs,
+        snapshotThreshold: server.snapshotThreshold ?? this.options.snapshotThreshold,
+        ...(this.options.leaderWaitMs === undefined ? {} : { leaderWaitMs: this.options.leaderWaitMs }),
+        ...(this.options.applyWaitMs === undefined ? {} : { applyWaitMs: this.options.applyWaitMs }),
       },
-      heartbeatIntervalMs: this.options.heartbeatIntervalMs,
-      electionTimeoutMs: server.electionTimeoutMs ?? this.options.electionTimeoutMs,
-      snapshotThreshold: server.snapshotThreshold ?? this.options.snapshotThreshold,
-      ...(this.options.leaderWaitMs === undefined ? {} : { leaderWaitMs: this.options.leaderWaitMs }),
-      ...(this.options.applyWaitMs === undefined ? {} : { applyWaitMs: this.options.applyWaitMs }),
     })
-    const configuration = replica.status().configuration
-    const problem = plan.save ? undefined : peerFlagsProblem(plan.record, [...configuration.voters, ...configuration.learners], flags)
-    if (problem !== undefined) {
-      await state.close()
+    if (!opened.ok) {
       await storage.close()
       process.up = false
-      return `${server.name}: refused: ${problem}`
+      return `${server.name}: refused: ${opened.problem}`
     }
-    const cluster = new ClusterNode(replica, undefined)
+    const { state, replica, cluster } = opened
     Object.assign(server, { replica, cluster, storage, state, links })
     await replica.start()
-    if (plan.next === 'join') void this.joinLoop(server, epoch)
+    if (opened.next === 'join') void this.joinLoop(server, epoch)
     const record = storage.membershipRecord()
-    return `${server.name}: started (${plan.next}) voters ${showList(record?.voters ?? [])} voteFrom ${showVoteFrom(record)}`
+    return `${server.name}: started (${opened.next}) voters ${showList(record?.voters ?? [])} voteFrom ${showVoteFrom(record)}`
   }
 
   /** What --join does, over the simulated links: ask a member (in turn) to add this server until one answers. */
