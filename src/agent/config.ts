@@ -199,7 +199,6 @@ function stringSetting(name: string, value: unknown): string | undefined {
   return value
 }
 
-const NAME = NODE_NAME_PATTERN
 const DATACENTER = /^[a-z0-9_-]{1,64}$/
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): AgentConfig {
@@ -233,7 +232,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
   const text = (key: string): string | undefined => stringSetting(label(key), settings.get(key))
 
   const nodeName = text('node_name') ?? hostname()
-  if (!NAME.test(nodeName)) throw new ConfigError(`${label('node_name')}: "${nodeName}" must be letters, digits, ".", "-" or "_"`)
+  if (!NODE_NAME_PATTERN.test(nodeName)) throw new ConfigError(`${label('node_name')}: "${nodeName}" must be letters, digits, ".", "-" or "_"`)
   const datacenter = text('datacenter') ?? 'dc1'
   if (!DATACENTER.test(datacenter)) throw new ConfigError(`${label('datacenter')}: must be lowercase letters, digits, "-" or "_"`)
   const primaryDatacenter = text('primary_datacenter') ?? datacenter
@@ -251,7 +250,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     peers[peer.slice(0, equals)] = peer.slice(equals + 1)
   }
   for (const [name, address] of Object.entries(peers)) {
-    if (!NAME.test(name)) throw new ConfigError(`--peer: "${name}" is not a valid node name`)
+    if (!NODE_NAME_PATTERN.test(name)) throw new ConfigError(`--peer: "${name}" is not a valid node name`)
     parseAddress(`--peer ${name}`, address)
   }
   for (const address of flags.join) parseAddress('--join', address)

@@ -57,9 +57,6 @@ export interface RecoveryResult {
   appliedNow: number
 }
 
-/** The same rule as the agent's --node-name (config.ts), so a name this command takes is one the agent takes. */
-const NODE_NAME = NODE_NAME_PATTERN
-
 
 /** A LevelDB that a running agent holds fails to open with LEVEL_LOCKED as the cause (classic-level's binding). */
 function isLocked(error: unknown): boolean {
@@ -202,7 +199,7 @@ export class PendingRecovery {
       )
       // A data dir written before the record existed keeps none: the agent then records its flags' founders, voting.
       const record = storage.membershipRecord()
-      if (record !== null) await storage.saveMembershipRecord({ voters: record.voters, voteFromIndex: 0 })
+      if (record !== null) await storage.saveMembershipRecord({ ...record, voteFromIndex: 0 })
       return { index, term, appliedNow: index - applied }
     } finally {
       await state.close()
@@ -322,7 +319,7 @@ export async function runRecover(argv: readonly string[], io: RecoverIo): Promis
     return EXIT_USAGE
   }
   const nodeName = values['node-name'] ?? hostname()
-  if (!NODE_NAME.test(nodeName)) {
+  if (!NODE_NAME_PATTERN.test(nodeName)) {
     io.err(`warden recover: --node-name: "${nodeName}" must be letters, digits, ".", "-" or "_"\n`)
     return EXIT_USAGE
   }

@@ -35,7 +35,8 @@ export function holdsRaftState(storage: RaftStorage): boolean {
 }
 
 function sameMembers(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && [...a].sort().every((name, i) => name === [...b].sort()[i])
+  const wanted = new Set(b)
+  return a.length === b.length && a.every((name) => wanted.has(name))
 }
 
 export function planMembership(storage: RaftStorage, flags: FoundingFlags): FoundingPlan {

@@ -51,13 +51,12 @@ export class Membership {
   private stopped = false
   private gossipTimer: Timer | undefined
   private promotionTimer: Timer | undefined
-  /** Checks a joining server's address; the agent sets the transport's rule. */
-  addressCheck: AddressCheck = () => undefined
-
   constructor(
     private readonly replica: RaftReplica,
     private readonly dialAddresses: ReadonlyMap<string, string>,
     private record: MembershipRecord,
+    /** Checks a joining server's address (the agent passes the transport's rule). */
+    private readonly addressCheck: AddressCheck,
   ) {
     this.addresses = new Map(dialAddresses)
   }

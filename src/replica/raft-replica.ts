@@ -51,6 +51,8 @@ export interface RaftReplicaOptions {
   leaderWaitMs?: number
   /** How long a write waits for its entry to be applied before its outcome is unknown. */
   applyWaitMs?: number
+  /** Checks a joining server's cluster address before it goes into the log (the problem, or undefined). Default: any. */
+  addressCheck?: (address: string) => string | undefined
 }
 
 /** A local proposal's answer: its apply result and the log index it was applied at. */
@@ -149,7 +151,7 @@ export class RaftReplica {
       },
       leads: (term) => this.role === 'leader' && this.core.status({ progress: false }).term === term,
     })
-    this.membershipChanges = new Membership(this, options.dialAddresses, options.membership)
+    this.membershipChanges = new Membership(this, options.dialAddresses, options.membership, options.addressCheck ?? (() => undefined))
   }
 
   async start(): Promise<void> {
@@ -330,7 +332,8 @@ export class RaftReplica {
 
   /** Whether this server holds anything Raft wrote (or is past its first start's discovery). */
   holdsRaftState(): boolean {
-    return this.core.status().term > 0 || this.core.status().lastIndex > 0 || holdsRaftState(this.storage)
+    const status = this.core.status({ progress: false })
+    return status.term > 0 || status.lastIndex > 0 || holdsRaftState(this.storage)
   }
 
   private offerSnapshot(from: string, term: number, snapshot: SnapshotMetadata): boolean {

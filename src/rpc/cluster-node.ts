@@ -17,7 +17,7 @@ import { NODE_NAME_PATTERN } from '../lib/ids.js'
 import { verifyJoinRequest, type JoinRequest } from '../lib/join-proof.js'
 import type { JoinAnswer } from '../replica/membership.js'
 import type { RaftReplica } from '../replica/raft-replica.js'
-import { COMMAND_VERSION, type ApplyResult, type Command } from '../state/commands.js'
+import type { ApplyResult, Command } from '../state/commands.js'
 import { encodeCommand } from '../state/store.js'
 import { TransportError } from '../transport/index.js'
 import type { Cluster, RaftState } from './cluster.js'
@@ -37,8 +37,6 @@ import {
  * dead leader only after an election timeout, so trying at once would only fail again.
  */
 const RETRY_PAUSE_MS = 50
-
-const NODE_NAME = NODE_NAME_PATTERN
 
 export class ClusterNode implements Cluster {
   /** Forwarded commands waiting for the end of this turn of the event loop, when they leave in one request. */
@@ -236,13 +234,12 @@ export class ClusterNode implements Cluster {
     if (!verifyJoinRequest(this.clusterKey, request, this.replica.environment.wallNow())) {
       throw new WardenError('permission_denied', 'the join request does not prove the cluster key (or is older than a minute)')
     }
-    if (!NODE_NAME.test(request.Node)) throw new WardenError('invalid_input', 'Node: is not a valid node name', 'Node')
     return this.routeJoin(request.Node, request.Address, request.Incarnation, false)
   }
 
   /** Joins on the leader, or forwards the join there (once: a forwarded join is not forwarded again). */
   private async routeJoin(node: string, address: string, incarnation: string | undefined, forwarded: boolean): Promise<JoinAnswer> {
-    if (!NODE_NAME.test(node)) throw new WardenError('invalid_input', 'Node: is not a valid node name', 'Node')
+    if (!NODE_NAME_PATTERN.test(node)) throw new WardenError('invalid_input', 'Node: is not a valid node name', 'Node')
     return this.onLeader(
       () => this.replica.membershipChanges.joinAsLeader(node, address, incarnation),
       async (leader) => {
@@ -333,4 +330,3 @@ export class ClusterNode implements Cluster {
   }
 }
 
-export { COMMAND_VERSION }
