@@ -55,20 +55,12 @@ async function sleep(ms: number): Promise<void> {
 /** A request with the management token that gives up after `timeoutMs` (a paused or dead node answers nothing). */
 async function call(agent: AgentProcess, method: string, path: string, options: { body?: unknown; timeoutMs?: number } = {}): Promise<Answer> {
   try {
-    const response = await fetch(agent.url + path, {
-      method,
-      headers: { 'X-Service-Token': MANAGEMENT_TOKEN, ...(options.body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
-      signal: AbortSignal.timeout(options.timeoutMs ?? CLIENT_TIMEOUT_MS),
+    const { status, body, text } = await agent.request(method, path, {
+      token: MANAGEMENT_TOKEN,
+      ...(options.body === undefined ? {} : { body: options.body }),
+      timeoutMs: options.timeoutMs ?? CLIENT_TIMEOUT_MS,
     })
-    const text = await response.text()
-    let body: unknown
-    try {
-      body = text === '' ? undefined : JSON.parse(text)
-    } catch {
-      body = undefined
-    }
-    return { status: response.status, body, text }
+    return { status, body, text }
   } catch (error) {
     return { status: 'timeout', body: undefined, text: String(error) }
   }

@@ -20,7 +20,7 @@ export interface AgentProcess {
   child: ChildProcess
   logs: string[]
   /** Fetch against the agent with the management token unless `token` says otherwise (null: no token). */
-  request(method: string, path: string, options?: { body?: unknown; token?: string | null; headers?: Record<string, string>; raw?: string }): Promise<ApiResponse>
+  request(method: string, path: string, options?: { body?: unknown; token?: string | null; headers?: Record<string, string>; raw?: string; timeoutMs?: number }): Promise<ApiResponse>
   stop(): Promise<number | null>
   kill(): Promise<void>
 }
@@ -104,7 +104,8 @@ export async function startAgent(options: StartOptions = {}): Promise<AgentProce
         body = JSON.stringify(requestOptions.body)
         headers['Content-Type'] = 'application/json'
       }
-      const response = await fetch(agent.url + path, { method, headers, body })
+      const signal = requestOptions.timeoutMs === undefined ? undefined : AbortSignal.timeout(requestOptions.timeoutMs)
+      const response = await fetch(agent.url + path, { method, headers, body, ...(signal === undefined ? {} : { signal }) })
       const text = await response.text()
       let parsed: unknown
       try {

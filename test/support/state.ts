@@ -61,10 +61,18 @@ export const NO_LINKS: PeerLinks = {
 }
 
 /**
- * A one-voter Raft group (the agent's path for a server without peers) over already opened stores, started; resolves
- * once it leads. The caller stops the replica before closing the stores.
+ * A one-voter Raft group (the agent's path for a server without peers) over already opened stores, built but not
+ * started: for a test that must be able to stop it whatever the start does (register `replica.stop()` first, then
+ * `replica.start()`), for instance a start expected to fail through `onFatal`, or one that may never lead. Saves the
+ * membership record of a founder of one if the storage has none.
  */
-export async function startSingleNode(name: string, storage: LevelRaftStorage, state: StateStore, onFatal: (error: unknown) => void): Promise<{ replica: RaftReplica; cluster: ClusterNode }> {
+export async function createSingleNode(
+  name: string,
+  storage: LevelRaftStorage,
+  state: StateStore,
+  onFatal: (error: unknown) => void,
+  options: { snapshotThreshold?: number } = {},
+): Promise<{ replica: RaftReplica; cluster: ClusterNode }> {
   if (storage.membershipRecord() === null) await storage.saveMembershipRecord({ voters: [name], voteFromIndex: 0 })
   const replica = new RaftReplica({
     nodeName: name,
@@ -78,9 +86,17 @@ export async function startSingleNode(name: string, storage: LevelRaftStorage, s
     onFatal,
     heartbeatIntervalMs: 50,
     electionTimeoutMs: 500,
-    snapshotThreshold: 8192,
+    snapshotThreshold: options.snapshotThreshold ?? 8192,
   })
-  const cluster = new ClusterNode(replica, undefined)
+  return { replica, cluster: new ClusterNode(replica, undefined) }
+}
+
+/**
+ * `createSingleNode`, started; resolves once it leads. The caller stops the replica before closing the stores; a start
+ * that fails stops it here.
+ */
+export async function startSingleNode(name: string, storage: LevelRaftStorage, state: StateStore, onFatal: (error: unknown) => void, options: { snapshotThreshold?: number } = {}): Promise<{ replica: RaftReplica; cluster: ClusterNode }> {
+  const { replica, cluster } = await createSingleNode(name, storage, state, onFatal, options)
   await replica.start()
   try {
     await cluster.readBarrier('consistent')
@@ -90,30 +106,6 @@ export async function startSingleNode(name: string, storage: LevelRaftStorage, s
     throw error
   }
   return { replica, cluster }
-}
-
-/**
- * The replica `startSingleNode` starts, built the same way but not started: for a test that must be able to stop it
- * whatever the start does (register `replica.stop()` first, then `replica.start()`), for instance a start expected to
- * fail through `onFatal`, or one that may never lead. Saves the membership record as `startSingleNode` does.
- */
-export async function createSingleNode(name: string, storage: LevelRaftStorage, state: StateStore, onFatal: (error: unknown) => void): Promise<{ replica: RaftReplica; cluster: ClusterNode }> {
-  if (storage.membershipRecord() === null) await storage.saveMembershipRecord({ voters: [name], voteFromIndex: 0 })
-  const replica = new RaftReplica({
-    nodeName: name,
-    dialAddresses: new Map([[name, '127.0.0.1:1']]),
-    membership: storage.membershipRecord()!,
-    storage,
-    state,
-    links: NO_LINKS,
-    environment: realEnvironment,
-    log: pino({ level: 'silent' }),
-    onFatal,
-    heartbeatIntervalMs: 50,
-    electionTimeoutMs: 500,
-    snapshotThreshold: 8192,
-  })
-  return { replica, cluster: new ClusterNode(replica, undefined) }
 }
 
 export interface ReplicaFixture {

@@ -6,17 +6,15 @@
  */
 import { expect } from 'chai'
 import { join } from 'node:path'
-import { pino } from 'pino'
-import { realEnvironment } from '../../../src/lib/environment.js'
 import { LevelRaftStorage } from '../../../src/raft/storage/level-storage.js'
-import { RaftReplica } from '../../../src/replica/raft-replica.js'
-import { ClusterNode } from '../../../src/rpc/cluster-node.js'
+import type { RaftReplica } from '../../../src/replica/raft-replica.js'
+import type { ClusterNode } from '../../../src/rpc/cluster-node.js'
 import { COMMAND_VERSION, type Command } from '../../../src/state/commands.js'
 import { directoryFiles } from '../../../src/state/files.js'
 import { finishStateSwitch } from '../../../src/state/snapshot.js'
 import { StateStore } from '../../../src/state/store.js'
 import { listRecords, policySpec } from '../../../src/state/tables.js'
-import { NO_LINKS } from '../../support/state.js'
+import { createSingleNode } from '../../support/state.js'
 import { useTempDirs, type TempDirs } from '../../support/temp-dir.js'
 
 const SNAPSHOT_THRESHOLD = 20
@@ -38,7 +36,7 @@ interface Node {
 
 /**
  * Opens the data dir as the agent does (Raft storage, the state switch, the state) and starts a one-voter group on it
- * as test/support/state.ts startSingleNode does, but with a small snapshot threshold; resolves once it leads.
+ * with test/support/state.ts createSingleNode, with a small snapshot threshold; resolves once it leads.
  */
 async function startAlone(dirs: TempDirs, dataDir: string, fatal: unknown[]): Promise<Node> {
   const storage = await LevelRaftStorage.open(join(dataDir, 'raft'))
@@ -55,22 +53,9 @@ async function startAlone(dirs: TempDirs, dataDir: string, fatal: unknown[]): Pr
   const files = directoryFiles(join(dataDir, 'state'))
   await finishStateSwitch(files, storage.snapshot()?.index ?? 0)
   state = await StateStore.openFiles(files)
-  if (storage.membershipRecord() === null) await storage.saveMembershipRecord({ voters: ['n1'], voteFromIndex: 0 })
-  replica = new RaftReplica({
-    nodeName: 'n1',
-    dialAddresses: new Map([['n1', '127.0.0.1:1']]),
-    membership: storage.membershipRecord()!,
-    storage,
-    state,
-    links: NO_LINKS,
-    environment: realEnvironment,
-    log: pino({ level: 'silent' }),
-    onFatal: (error) => fatal.push(error),
-    heartbeatIntervalMs: 50,
-    electionTimeoutMs: 500,
-    snapshotThreshold: SNAPSHOT_THRESHOLD,
-  })
-  const cluster = new ClusterNode(replica, undefined)
+  const created = await createSingleNode('n1', storage, state, (error) => fatal.push(error), { snapshotThreshold: SNAPSHOT_THRESHOLD })
+  replica = created.replica
+  const cluster = created.cluster
   await replica.start()
   await cluster.readBarrier('consistent')
   return { storage, state, replica, cluster, stop }
