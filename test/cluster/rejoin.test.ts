@@ -253,6 +253,28 @@ describe('a server that lost its place in the configuration does not break safet
     }
   })
 
+  it('a restart whose --peer flags name other members is refused with one line and exit code 2, and the data dir stays usable', async function () {
+    cluster = await TestCluster.start()
+    const spec = cluster.specs[2]!
+    await cluster.kill(spec.name)
+    // n1 and a stranger instead of n1 and n2: a member's name cannot change across restarts.
+    const others = cluster.specs.filter((other) => other !== spec)
+    const edited = [`${others[0]!.name}=127.0.0.1:${others[0]!.clusterPort}`, `stranger=127.0.0.1:${others[1]!.clusterPort}`, `${spec.name}=127.0.0.1:${spec.clusterPort}`]
+    const { spawnSync } = await import('node:child_process')
+    const { CLI } = await import('../support/agent.js')
+    const args = ['agent', '--data-dir', spec.dataDir, '--node-name', spec.name, '--http-addr', `127.0.0.1:${spec.httpPort}`, '--cluster-addr', `127.0.0.1:${spec.clusterPort}`, '--cluster-key', CLUSTER_KEY]
+    const result = spawnSync(process.execPath, [CLI, ...args, ...edited.flatMap((peer) => ['--peer', peer])], { encoding: 'utf8', timeout: 15_000 })
+    expect(result.status, result.stderr).to.equal(2)
+    const lines = result.stderr.trim().split('\n')
+    expect(lines).to.have.length(1)
+    expect(lines[0]).to.include('--peer').and.to.include('stranger')
+    // With its usual flags it starts again and the cluster agrees on a leader with all three.
+    await cluster.restart(spec.name)
+    await cluster.ready()
+    const configuration = await call(cluster.node(await cluster.leader()), 'GET', '/v1/operator/raft/configuration')
+    expect((configuration.body as { Servers: Array<{ Node: string }> }).Servers.map((server) => server.Node).sort()).to.deep.equal(cluster.specs.map((other) => other.name).sort())
+  })
+
   it('a voter that comes back with a wiped data dir does not vote until re-added: no leader lacks an acknowledged write', async function () {
     cluster = await TestCluster.start()
     const founders = cluster
