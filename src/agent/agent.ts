@@ -111,19 +111,25 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   // built-ins once its first entry commits (the command is idempotent), and this node writes its link settings once
   // there is a leader, retrying in the background. A server alone leads at once: it serves nothing before both are in.
   const raftLog = log.child({ module: 'bootstrap' })
-  const leading = new Promise<void>((resolve) => {
+  const leading = new Promise<void>((resolve, reject) => {
     started.onLeadership(() => {
       replica
         .readBarrier('consistent')
         .then(bootstrapWrites)
-        .then(resolve, (error: unknown) => raftLog.warn({ err: error }, 'bootstrap writes failed; the next leader retries'))
+        .then(resolve, (error: unknown) => {
+          raftLog.warn({ err: error }, 'bootstrap writes failed; the next leader retries')
+          reject(error)
+        })
     })
   })
   if (started.alone) {
+    // Alone, no other leader will retry: a start that cannot write the built-ins fails, as it did before one path.
     await leading
     if (configuredLink !== undefined) await replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink })
-  } else if (configuredLink !== undefined) {
-    void retryInBackground(() => replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink }), raftLog)
+  } else {
+    // Logged above; a later leadership writes them again.
+    leading.catch(() => undefined)
+    if (configuredLink !== undefined) void retryInBackground(() => replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink }), raftLog)
   }
 
   const closing = new AbortController()
