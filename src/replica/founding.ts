@@ -7,9 +7,9 @@
  * - --join: a new server for a running cluster; it asks a member to add it (without a vote until caught up);
  * - --peer: a founding member, unless the cluster already exists. It cannot tell from its flags whether it is one of
  *   the first servers or a rebuilt one whose data was wiped (etcd needs `--initial-cluster-state` for this), so it asks
- *   its peers first (`discover`): if any of them already holds Raft state, it rejoins as a joining server does; if a
- *   majority of the founding members (itself included) answer that they hold none, it founds. Until then it neither
- *   votes nor campaigns, so it can only ever acknowledge entries it really stored.
+ *   its peers first (`discover`): if any of them already holds Raft state, it rejoins as a joining server does; once
+ *   every other founding member has answered that it holds none, it founds. Until then it neither votes nor
+ *   campaigns, so it can only ever acknowledge entries it really stored.
  * A data dir written before the record existed (an upgrade) gets one from its flags, as that release read them.
  */
 import type { MembershipRecord, RaftStorage } from '../raft/storage/raft-storage.js'
@@ -85,14 +85,14 @@ export interface ClusterStateAnswer {
 }
 
 /**
- * Decides from the answers so far: 'rejoin' if any peer holds Raft state, 'found' once a majority of the founders
- * (this node counted as fresh) answered that they hold none, 'wait' otherwise.
+ * Decides from the answers so far: 'rejoin' if any peer holds Raft state, 'found' once every other founder answered
+ * that it holds none, 'wait' otherwise. Every founder, not a majority: a founder that does not answer may be the one
+ * that holds the cluster (the driver simulation found two fresh servers, one wiped and one that had never stored
+ * anything, founding a second cluster beside a third that was restarting; seed 0x94c). Like Consul's
+ * bootstrap_expect, a new cluster forms once all its founders are up.
  */
 export function decideFounding(founders: readonly string[], answers: ReadonlyMap<string, ClusterStateAnswer>): 'found' | 'rejoin' | 'wait' {
-  let fresh = 1
-  for (const answer of answers.values()) {
-    if (answer.existing) return 'rejoin'
-    fresh += 1
-  }
-  return fresh >= Math.floor(founders.length / 2) + 1 ? 'found' : 'wait'
+  for (const answer of answers.values()) if (answer.existing) return 'rejoin'
+  // The answers come from the other founders (this node is fresh, or it would not ask).
+  return answers.size >= founders.length - 1 ? 'found' : 'wait'
 }

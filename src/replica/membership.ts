@@ -355,7 +355,7 @@ export class Membership {
       const decision = this.replica.holdsRaftState() ? 'rejoin' : decideFounding(founders, answers)
       if (decision === 'found') {
         await this.recordVoteFrom(0)
-        log.info({ founders }, 'founded the cluster: a majority of its founding members hold no Raft state')
+        log.info({ founders }, 'founded the cluster: none of its founding members holds Raft state')
         return
       }
       if (decision === 'rejoin') {

@@ -38,6 +38,9 @@ export const REGRESSION_SEEDS = [
   0xe2,
   // A learner promoted before the entry naming its incarnation committed: a voter that could not vote.
   0xff4,
+  // A wiped server and one that never stored anything founded a second cluster while the third restarted (founding
+  // now waits for every founder's answer).
+  0x94c,
 ]
 
 const SCHEDULES = Number(process.env['DRIVER_SIM_SCHEDULES'] ?? '2500')

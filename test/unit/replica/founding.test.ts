@@ -297,19 +297,18 @@ describe('replica/founding', function () {
       expect(decideFounding(five, answers([['n2', false], ['n3', false], ['n4', false], ['n5', true]]))).to.equal('rejoin')
     })
 
-    it('founds once a majority of the founders, itself counted, answered that they hold none', function () {
-      expect(decideFounding(three, answers([['n2', false]]))).to.equal('found')
+    it('founds once every other founder answered that it holds none', function () {
       expect(decideFounding(three, answers([['n2', false], ['n3', false]]))).to.equal('found')
-      expect(decideFounding(five, answers([['n2', false], ['n4', false]]))).to.equal('found')
+      expect(decideFounding(five, answers([['n2', false], ['n3', false], ['n4', false], ['n5', false]]))).to.equal('found')
       expect(decideFounding(['n1'], answers([]))).to.equal('found')
     })
 
-    it('waits while fewer than a majority answered', function () {
+    it('waits while any founder has not answered: a silent one may hold the cluster (a majority is not enough)', function () {
       expect(decideFounding(three, answers([]))).to.equal('wait')
-      expect(decideFounding(five, answers([]))).to.equal('wait')
-      expect(decideFounding(five, answers([['n3', false]]))).to.equal('wait')
+      expect(decideFounding(three, answers([['n2', false]]))).to.equal('wait')
+      expect(decideFounding(five, answers([['n2', false], ['n4', false]]))).to.equal('wait')
       expect(decideFounding(['n1', 'n2'], answers([]))).to.equal('wait')
-      expect(decideFounding(['n1', 'n2', 'n3', 'n4'], answers([['n2', false]]))).to.equal('wait')
+      expect(decideFounding(['n1', 'n2', 'n3', 'n4'], answers([['n2', false], ['n3', false]]))).to.equal('wait')
     })
   })
 
