@@ -1,0 +1,230 @@
+/**
+ * The core of the client: one request with the caller's defaults (address, token, namespace, datacenter, TLS) and
+ * the per-call options of Consul's API clients (consistency, blocking index and wait, filter). Every caller of the
+ * HTTP API outside an agent goes through here: the CLI, the cluster tool, the benchmarks, chaos and the tests.
+ *
+ * Three levels: `request` answers whatever the server said (tests look at statuses and headers); `call` throws an
+ * ApiError for anything outside 2xx and returns the parsed body with the query metadata; the resource groups
+ * (acl.ts, config.ts, operator.ts) name every endpoint of the contract.
+ */
+import type { IncomingHttpHeaders } from 'node:http'
+import { ApiError, errorFromAnswer } from './errors.js'
+import { Transport, type TlsOptions } from './transport.js'
+
+export const DEFAULT_ADDRESS = '127.0.0.1:8500'
+/** How long a call may wait for its answer, unless it says otherwise (a blocking query adds its own wait). */
+export const DEFAULT_TIMEOUT_MS = 60_000
+const RESPONSE_BYTES_MAX = 256 * 1024 * 1024
+
+export interface ClientOptions {
+  /** `HOST:PORT`, `http://HOST:PORT` or `https://HOST:PORT`; 127.0.0.1:8500 when absent. */
+  address?: string
+  /** Sent as X-Service-Token unless a call gives its own. */
+  token?: string
+  namespace?: string
+  datacenter?: string
+  tls?: TlsOptions
+  timeoutMs?: number
+  /** Sockets the client keeps open to the server at most (keep-alive); 64 by default. */
+  maxSockets?: number
+  responseBytesMax?: number
+}
+
+type QueryValue = string | number | boolean | undefined | null
+
+export interface RequestOptions {
+  /** The call's token; `null` sends none, even when the client has one. */
+  token?: string | null
+  namespace?: string
+  datacenter?: string
+  /** Query parameters; `true` is sent as a bare flag (`?expanded`), false, undefined and null not at all. */
+  query?: Record<string, QueryValue>
+  /** Sent as JSON. */
+  body?: unknown
+  /** Sent as it is, with `Content-Type: application/json` unless `headers` names another. */
+  raw?: string | Buffer
+  headers?: Record<string, string>
+  timeoutMs?: number
+  signal?: AbortSignal
+}
+
+export type Consistency = 'default' | 'stale' | 'consistent'
+
+export interface QueryOptions extends RequestOptions {
+  consistency?: Consistency
+  /** Blocking query: answer once the index passes this one (or `wait` runs out). */
+  index?: number
+  /** A duration (`30s`, `5m`) or milliseconds; the server's default (5m) when absent. */
+  wait?: string | number
+  /** The filter expression language, on lists that take one. */
+  filter?: string
+}
+
+/** What read answers say about themselves (Consul's QueryMeta). */
+export interface QueryMeta {
+  index: number
+  knownLeader: boolean
+  lastContactMs: number
+  effectiveConsistency: string | undefined
+  defaultAclPolicy: string | undefined
+  resultsFilteredByAcls: boolean
+}
+
+export interface Answer<T = unknown> {
+  status: number
+  headers: IncomingHttpHeaders
+  /** The body parsed as JSON, or undefined when it is empty or not JSON (`text` has it). */
+  body: T
+  text: string
+  meta: QueryMeta
+}
+
+export interface Result<T> {
+  value: T
+  meta: QueryMeta
+}
+
+export class Client {
+  private readonly transport: Transport
+
+  constructor(readonly options: ClientOptions = {}) {
+    this.transport = new Transport(options.address ?? DEFAULT_ADDRESS, options.tls, options.maxSockets)
+  }
+
+  /** The address as given, for messages. */
+  get address(): string {
+    return this.transport.endpoint.text
+  }
+
+  /** Closes idle connections; call it when done, or the process keeps its sockets until they time out. */
+  close(): void {
+    this.transport.close()
+  }
+
+  /** Any answer; throws only a ConnectionError (no answer). */
+  async request<T = any>(method: string, path: string, options: QueryOptions = {}): Promise<Answer<T>> {
+    const headers: Record<string, string> = { Accept: 'application/json' }
+    const token = options.token === undefined ? this.options.token : options.token
+    if (token !== undefined && token !== null && token !== '') headers['X-Service-Token'] = token
+    let body: string | Buffer | undefined = options.raw
+    if (options.body !== undefined) body = JSON.stringify(options.body)
+    if (body !== undefined) headers['Content-Type'] = 'application/json'
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      // The caller's header replaces a default of the same name in any case ('content-type' and 'Content-Type').
+      for (const existing of Object.keys(headers)) if (existing.toLowerCase() === name.toLowerCase()) delete headers[existing]
+      headers[name] = value
+    }
+    const timeoutMs = options.timeoutMs ?? this.options.timeoutMs ?? defaultTimeout(options)
+    const raw = await this.transport.send({
+      method,
+      path: withQuery(path, this.queryOf(options)),
+      headers,
+      ...(body === undefined ? {} : { body }),
+      timeoutMs,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      responseBytesMax: this.options.responseBytesMax ?? RESPONSE_BYTES_MAX,
+    })
+    return { status: raw.status, headers: raw.headers, body: parseJson(raw.text) as T, text: raw.text, meta: metaOf(raw.headers) }
+  }
+
+  /** A 2xx answer's body and metadata; anything else is thrown as an ApiError rebuilt from its body. */
+  async call<T>(method: string, path: string, options: QueryOptions = {}): Promise<Result<T>> {
+    const answer = await this.request<T>(method, path, options)
+    if (answer.status < 200 || answer.status > 299) throw errorFromAnswer(answer.status, answer.body, answer.text)
+    return { value: answer.body, meta: answer.meta }
+  }
+
+  /** A read with its metadata, for blocking loops (see watch.ts). */
+  query<T>(path: string, options: QueryOptions = {}): Promise<Result<T>> {
+    return this.call<T>('GET', path, options)
+  }
+
+  async get<T>(path: string, options: QueryOptions = {}): Promise<T> {
+    return (await this.call<T>('GET', path, options)).value
+  }
+
+  async put<T>(path: string, body: unknown, options: RequestOptions = {}): Promise<T> {
+    return (await this.call<T>('PUT', path, { ...options, ...(body === undefined ? {} : { body }) })).value
+  }
+
+  async post<T>(path: string, body: unknown, options: RequestOptions = {}): Promise<T> {
+    return (await this.call<T>('POST', path, { ...options, ...(body === undefined ? {} : { body }) })).value
+  }
+
+  async delete<T>(path: string, options: RequestOptions = {}): Promise<T> {
+    return (await this.call<T>('DELETE', path, options)).value
+  }
+
+  private queryOf(options: QueryOptions): Record<string, QueryValue> {
+    const query: Record<string, QueryValue> = {}
+    const namespace = options.namespace ?? this.options.namespace
+    const datacenter = options.datacenter ?? this.options.datacenter
+    if (namespace !== undefined && namespace !== '') query['ns'] = namespace
+    if (datacenter !== undefined && datacenter !== '') query['dc'] = datacenter
+    if (options.consistency === 'stale') query['stale'] = true
+    if (options.consistency === 'consistent') query['consistent'] = true
+    if (options.index !== undefined) query['index'] = options.index
+    if (options.wait !== undefined) query['wait'] = typeof options.wait === 'number' ? `${Math.round(options.wait)}ms` : options.wait
+    if (options.filter !== undefined && options.filter !== '') query['filter'] = options.filter
+    return { ...query, ...options.query }
+  }
+}
+
+/** A blocking query may be held for its wait (the server adds up to wait/16 of jitter); anything else gets a minute. */
+function defaultTimeout(options: QueryOptions): number {
+  if (options.index === undefined) return DEFAULT_TIMEOUT_MS
+  const waitMs = options.wait === undefined ? 5 * 60_000 : typeof options.wait === 'number' ? options.wait : durationMs(options.wait)
+  return waitMs + waitMs / 16 + 15_000
+}
+
+/** Go duration text to milliseconds, for the timeout only; a form it does not know gets the server's maximum wait. */
+function durationMs(text: string): number {
+  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+  let total = 0
+  const pattern = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy
+  let match: RegExpExecArray | null
+  let consumed = 0
+  while ((match = pattern.exec(text)) !== null) {
+    total += Number(match[1]) * units[match[2]!]!
+    consumed = pattern.lastIndex
+  }
+  return consumed === text.length && text !== '' ? total : 10 * 60_000
+}
+
+export function withQuery(path: string, query: Record<string, QueryValue>): string {
+  const parts: string[] = []
+  for (const [name, value] of Object.entries(query)) {
+    if (value === undefined || value === null || value === false) continue
+    parts.push(value === true ? encodeURIComponent(name) : `${encodeURIComponent(name)}=${encodeURIComponent(String(value))}`)
+  }
+  if (parts.length === 0) return path
+  return `${path}${path.includes('?') ? '&' : '?'}${parts.join('&')}`
+}
+
+function parseJson(text: string): unknown {
+  if (text === '') return undefined
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined // Not JSON (a proxy's error page): the caller has `text`.
+  }
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  // The contract's X-Service-* first; X-Consul-* lets the client read a Consul-shaped server too.
+  const value = headers[`x-service-${name}`] ?? headers[`x-consul-${name}`]
+  return Array.isArray(value) ? value[0] : value
+}
+
+export function metaOf(headers: IncomingHttpHeaders): QueryMeta {
+  return {
+    index: Number(header(headers, 'index') ?? 0) || 0,
+    knownLeader: header(headers, 'knownleader') === 'true',
+    lastContactMs: Number(header(headers, 'lastcontact') ?? 0) || 0,
+    effectiveConsistency: header(headers, 'effective-consistency'),
+    defaultAclPolicy: header(headers, 'default-acl-policy'),
+    resultsFilteredByAcls: header(headers, 'results-filtered-by-acls') === 'true',
+  }
+}
+
+export { ApiError }

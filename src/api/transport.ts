@@ -1,0 +1,194 @@
+/**
+ * One HTTP exchange over node:http or node:https, with a keep-alive agent per client. node:http rather than fetch:
+ * Node 20's fetch cannot take a CA or a client certificate without a second copy of undici, and an agent gives the
+ * caller (the benchmark) control of how many sockets it opens.
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
+import type { Socket } from 'node:net'
+import { ConnectionError } from './errors.js'
+
+export interface TlsOptions {
+  /** PEM of the CA (or CAs) that signed the server's certificate; the system's CAs when absent. */
+  ca?: string | Buffer
+  /** PEM of a client certificate and its key, for servers that verify clients. */
+  cert?: string | Buffer
+  key?: string | Buffer
+  /** The name the server's certificate must carry, when it is not the host dialled (Consul's -tls-server-name). */
+  serverName?: string
+  /** Accept any server certificate. For tests against throwaway certificates only. */
+  insecureSkipVerify?: boolean
+}
+
+/** Where the server is: `HOST:PORT`, `http://HOST:PORT` or `https://HOST:PORT` (Consul's -http-addr forms). */
+export interface Endpoint {
+  secure: boolean
+  host: string
+  port: number
+  /** As given, for messages. */
+  text: string
+}
+
+export function parseAddress(address: string): Endpoint {
+  let rest = address.trim()
+  let secure = false
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(rest)
+  if (scheme !== null) {
+    const name = scheme[1]!.toLowerCase()
+    if (name !== 'http' && name !== 'https') throw new Error(`address "${address}": the scheme must be http:// or https://`)
+    secure = name === 'https'
+    rest = rest.slice(scheme[0].length)
+  }
+  rest = rest.replace(/\/+$/, '')
+  if (rest.includes('/')) throw new Error(`address "${address}": give HOST:PORT without a path`)
+  let host: string
+  let portText: string | undefined
+  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(rest)
+  if (bracketed !== null) {
+    host = bracketed[1]!
+    portText = bracketed[2]
+  } else {
+    const colon = rest.lastIndexOf(':')
+    host = colon === -1 ? rest : rest.slice(0, colon)
+    portText = colon === -1 ? undefined : rest.slice(colon + 1)
+  }
+  if (host === '') throw new Error(`address "${address}": the host is missing`)
+  const port = portText === undefined ? (secure ? 8501 : 8500) : Number(portText)
+  if (!/^\d+$/.test(portText ?? '0') || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new Error(`address "${address}": the port must be a number from 1 to 65535`)
+  }
+  return { secure, host, port, text: address }
+}
+
+export interface Exchange {
+  method: string
+  /** Path and query string, already encoded. */
+  path: string
+  headers: Record<string, string>
+  body?: string | Buffer
+  timeoutMs: number
+  signal?: AbortSignal
+  /** Answers longer than this are cut off with an error rather than held in memory. */
+  responseBytesMax: number
+}
+
+export interface RawAnswer {
+  status: number
+  /** Lower-case names, as node:http gives them. */
+  headers: IncomingHttpHeaders
+  text: string
+}
+
+export class Transport {
+  readonly endpoint: Endpoint
+  private readonly agent: HttpAgent | HttpsAgent
+
+  constructor(address: string, tls: TlsOptions = {}, maxSockets = 64) {
+    this.endpoint = parseAddress(address)
+    const common = { keepAlive: true, maxSockets, maxFreeSockets: Math.min(maxSockets, 256) }
+    this.agent = this.endpoint.secure
+      ? new HttpsAgent({
+          ...common,
+          ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+          ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+          ...(tls.key === undefined ? {} : { key: tls.key }),
+          ...(tls.serverName === undefined ? {} : { servername: tls.serverName }),
+          rejectUnauthorized: tls.insecureSkipVerify !== true,
+          minVersion: 'TLSv1.2',
+        })
+      : new HttpAgent(common)
+  }
+
+  /** Closes idle sockets; requests still running finish. */
+  close(): void {
+    this.agent.destroy()
+  }
+
+  send(exchange: Exchange): Promise<RawAnswer> {
+    const { endpoint } = this
+    return new Promise<RawAnswer>((resolve, reject) => {
+      // Whether any byte of the request can have reached the server: not before the connection (and its TLS
+      // handshake) is up. Decides whether a failure is "never sent" or "outcome unknown".
+      let connected = false
+      let settled = false
+      const fail = (reason: string, message: string, cause?: unknown): void => {
+        if (settled) return
+        settled = true
+        cleanup()
+        reject(new ConnectionError(endpoint.text, connected ? 'maybe' : 'no', reason, message, { cause }))
+      }
+      const headers: Record<string, string | number> = { ...exchange.headers }
+      if (exchange.body !== undefined) headers['Content-Length'] = Buffer.byteLength(exchange.body)
+      const options = { agent: this.agent, host: endpoint.host, port: endpoint.port, method: exchange.method, path: exchange.path, headers }
+      const request = endpoint.secure ? httpsRequest(options) : httpRequest(options)
+      const timer = setTimeout(() => {
+        fail('timeout', `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: no answer within ${exchange.timeoutMs} ms`)
+        request.destroy()
+      }, exchange.timeoutMs)
+      const onAbort = (): void => {
+        fail('aborted', `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: aborted`)
+        request.destroy()
+      }
+      exchange.signal?.addEventListener('abort', onAbort, { once: true })
+      const cleanup = (): void => {
+        clearTimeout(timer)
+        exchange.signal?.removeEventListener('abort', onAbort)
+      }
+      if (exchange.signal?.aborted === true) {
+        onAbort()
+        return
+      }
+      request.on('socket', (socket: Socket) => {
+        if (!socket.connecting) connected = true
+        else socket.once(endpoint.secure ? 'secureConnect' : 'connect', () => (connected = true))
+      })
+      request.on('error', (error: NodeJS.ErrnoException) => {
+        const reason = error.code ?? 'error'
+        fail(reason, `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: ${describe(error)}`, error)
+      })
+      request.on('response', (response) => {
+        const chunks: Buffer[] = []
+        let size = 0
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length
+          if (size > exchange.responseBytesMax) {
+            fail('too_large', `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: the answer is over ${exchange.responseBytesMax} bytes`)
+            request.destroy()
+            return
+          }
+          chunks.push(chunk)
+        })
+        response.on('error', (error: NodeJS.ErrnoException) => fail(error.code ?? 'error', `${endpoint.text}: the answer broke off: ${describe(error)}`, error))
+        response.on('end', () => {
+          if (settled) return
+          settled = true
+          cleanup()
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, text: Buffer.concat(chunks).toString('utf8') })
+        })
+      })
+      request.end(exchange.body)
+    })
+  }
+}
+
+/** The path without its query string: a query may carry a token (`?token=`), and messages are printed. */
+function pathOnly(path: string): string {
+  const question = path.indexOf('?')
+  return question === -1 ? path : path.slice(0, question)
+}
+
+function describe(error: NodeJS.ErrnoException): string {
+  switch (error.code) {
+    case 'ECONNREFUSED':
+      return 'connection refused (is the agent running, and is this its HTTP address?)'
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'the host name does not resolve'
+    case 'ECONNRESET':
+      return 'the connection was reset'
+    case 'EPROTO':
+      return `TLS failed (${error.message})`
+    default:
+      return error.message
+  }
+}

@@ -1,0 +1,263 @@
+/**
+ * The shapes warden's HTTP API answers with and accepts, as the contract names their fields. These are the wire
+ * forms (links carry names, durations are Go duration text), not the state machine's records, so the client stands
+ * apart from the server's code.
+ */
+
+/** A link to a policy or role: by ID, by Name, or both (answers carry both). */
+export interface Link {
+  ID?: string
+  Name?: string
+}
+
+export interface NamedLink {
+  ID: string
+  Name: string
+}
+
+export interface ServiceIdentity {
+  ServiceName: string
+  Datacenters?: string[]
+}
+
+export interface NodeIdentity {
+  NodeName: string
+  Datacenter: string
+}
+
+export interface TemplatedPolicy {
+  TemplateName: string
+  TemplateID?: string
+  TemplateVariables?: { name?: string }
+}
+
+export interface Token {
+  AccessorID: string
+  SecretID: string
+  Description: string
+  Policies: NamedLink[]
+  Roles: NamedLink[]
+  TemplatedPolicies: TemplatedPolicy[]
+  ServiceIdentities: ServiceIdentity[]
+  NodeIdentities: NodeIdentity[]
+  Local: boolean
+  AuthMethod: string
+  AuthMethodNamespace?: string
+  ExpirationTime?: string
+  ExpirationTTL?: string
+  CreateTime: string
+  Hash: string
+  Namespace: string
+  CreateIndex: number
+  ModifyIndex: number
+  /** `?expanded` reads only. */
+  ExpandedPolicies?: Policy[]
+  ExpandedRoles?: Role[]
+  NamespaceDefaultPolicyIDs?: string[]
+  NamespaceDefaultRoleIDs?: string[]
+  AgentACLDefaultPolicy?: string
+  AgentACLDownPolicy?: string
+  ResolvedByAgent?: string
+}
+
+export interface TokenWrite {
+  AccessorID?: string
+  SecretID?: string
+  Description?: string
+  Policies?: Link[]
+  Roles?: Link[]
+  TemplatedPolicies?: TemplatedPolicy[]
+  ServiceIdentities?: ServiceIdentity[]
+  NodeIdentities?: NodeIdentity[]
+  Local?: boolean
+  AuthMethod?: string
+  ExpirationTime?: string
+  ExpirationTTL?: string
+  Namespace?: string
+}
+
+export interface Policy {
+  ID: string
+  Name: string
+  Description: string
+  /** Absent in lists. */
+  Rules?: string
+  Datacenters?: string[]
+  Hash: string
+  Namespace: string
+  CreateIndex: number
+  ModifyIndex: number
+}
+
+export interface PolicyWrite {
+  ID?: string
+  Name: string
+  Description?: string
+  Rules?: string
+  Datacenters?: string[]
+  Namespace?: string
+}
+
+export interface Role {
+  ID: string
+  Name: string
+  Description: string
+  Policies: NamedLink[]
+  TemplatedPolicies?: TemplatedPolicy[]
+  ServiceIdentities?: ServiceIdentity[]
+  NodeIdentities?: NodeIdentity[]
+  Hash: string
+  Namespace: string
+  CreateIndex: number
+  ModifyIndex: number
+}
+
+export interface RoleWrite {
+  ID?: string
+  Name: string
+  Description?: string
+  Policies?: Link[]
+  TemplatedPolicies?: TemplatedPolicy[]
+  ServiceIdentities?: ServiceIdentity[]
+  NodeIdentities?: NodeIdentity[]
+  Namespace?: string
+}
+
+export interface NamespaceRule {
+  Selector: string
+  BindNamespace: string
+}
+
+export interface AuthMethod {
+  Name: string
+  Type: string
+  DisplayName?: string
+  Description?: string
+  /** A Go duration ("10m0s"); "0s" when tokens do not expire. */
+  MaxTokenTTL?: string
+  TokenLocality?: string
+  /** Absent in lists. */
+  Config?: Record<string, unknown>
+  NamespaceRules?: NamespaceRule[]
+  Namespace: string
+  CreateIndex: number
+  ModifyIndex: number
+}
+
+export interface AuthMethodWrite {
+  Name: string
+  Type?: string
+  DisplayName?: string
+  Description?: string
+  MaxTokenTTL?: string
+  TokenLocality?: string
+  Config?: Record<string, unknown>
+  NamespaceRules?: NamespaceRule[]
+  Namespace?: string
+}
+
+export interface BindingRule {
+  ID: string
+  Description: string
+  AuthMethod: string
+  Selector: string
+  BindType: string
+  BindName: string
+  BindVars?: Record<string, string>
+  Namespace: string
+  CreateIndex: number
+  ModifyIndex: number
+}
+
+export interface BindingRuleWrite {
+  ID?: string
+  Description?: string
+  AuthMethod?: string
+  Selector?: string
+  BindType: string
+  BindName: string
+  BindVars?: Record<string, string>
+  Namespace?: string
+}
+
+export interface TemplatedPolicyRecord {
+  TemplateName: string
+  Schema: string
+  Template: string
+  Description?: string
+}
+
+/** Config entries keep every field they were given. */
+export interface ConfigEntry {
+  Kind: string
+  Name: string
+  Namespace?: string
+  CreateIndex?: number
+  ModifyIndex?: number
+  [field: string]: unknown
+}
+
+export interface LoginRequest {
+  AuthMethod: string
+  BearerToken: string
+  Meta?: Record<string, string>
+  Namespace?: string
+}
+
+export interface ReplicationStatus {
+  Enabled: boolean
+  Running: boolean
+  SourceDatacenter: string
+  ReplicationType: string
+  ReplicatedIndex: number
+  ReplicatedRoleIndex: number
+  ReplicatedTokenIndex: number
+  LastSuccess: string
+  LastError: string
+  LastErrorMessage: string
+}
+
+export interface RaftServer {
+  ID: string
+  Node: string
+  Address: string
+  Leader: boolean
+  Voter: boolean
+}
+
+export interface RaftConfiguration {
+  Servers: RaftServer[]
+  Index: number
+}
+
+/** One node's own view of Raft (`GET /v1/operator/raft/state`). */
+export interface RaftState {
+  Node: string
+  Role: string
+  Term: number
+  Leader: string
+  CommitIndex: number
+  AppliedIndex: number
+  LastIndex: number
+  LastContactMs: number
+  ForwardedWrites: number
+  ForwardedRequests: number
+}
+
+/** A server of a datacenter (`GET /v1/operator/servers`, `warden members`). */
+export interface Server {
+  Name: string
+  Datacenter: string
+  Address: string
+  Role: string
+  Voter: boolean
+  Status: string
+}
+
+export interface CloudLinkEnvelope {
+  data: { resourceId: string; clientId: string; clientSecret: string; accessLevel?: string; cloudClusterUrl?: string }
+  generation: string
+  id: Record<string, unknown>
+  version: string
+  status?: Record<string, unknown>
+}
