@@ -16,6 +16,8 @@ export const REDACTED_PATHS = [
   '*.clientSecret',
   'data.clientSecret',
   'req.headers["x-service-token"]',
+  // Consul's name for the same header, which warden accepts as an alias (src/http/headers.ts).
+  'req.headers["x-consul-token"]',
   'req.headers.authorization',
 ]
 

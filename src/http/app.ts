@@ -9,6 +9,7 @@ import type { AppServices, ApiContext } from './context.js'
 import { errorMiddleware } from './errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
 import { consistencyOf, hasParam, queryParam } from './request.js'
+import { setResponseHeader } from './headers.js'
 import { tokenRoutes } from './routes/acl-tokens.js'
 import { policyRoutes } from './routes/acl-policies.js'
 import { authMethodRoutes } from './routes/acl-auth-methods.js'
@@ -63,7 +64,7 @@ export function createApp(services: AppServices): Koa {
   // Not async, for the same reason as the error mapper: no suspended frame per held request.
   app.use((ctx, next) => {
     ;(ctx as ApiContext).state.app = services
-    ctx.set('X-Service-Default-ACL-Policy', services.settings.defaultPolicy)
+    setResponseHeader(ctx, 'Default-ACL-Policy', services.settings.defaultPolicy)
     // Contradictory consistency flags are refused on every endpoint, reads and writes alike, before anything runs.
     consistencyOf(ctx as ApiContext)
     // Datacenters are not federated yet: a request for another one has no path (readings.md).

@@ -5,14 +5,15 @@
  *
  * Identical means: same method, path and the query parameters that can change the answer (RESULT_PARAMS in
  * request.ts; not those that decide when and how it is served, nor ones no route reads), same secret, same
- * namespace header, same scope (what the
- * route resolved before the read: its record key, its namespace), same applied index. The run resolves the caller
+ * namespace header (under the contract's name or Consul's: headers.ts), same scope (what the route resolved before
+ * the read: its record key, its namespace), same applied index. The run resolves the caller
  * itself (serveRead), so permissions are those of that applied index. What else a read's answer depends on is the
  * clock (token expiry): joiners share the first run's clock reading, taken in the same turn of the loop, at most a
  * few milliseconds earlier, never a later turn's.
  */
 import type { ApiContext } from './context.js'
 import { queryOf, RESULT_PARAMS, secretOf } from './request.js'
+import { requestHeader } from './headers.js'
 import type { ReadResult } from './read.js'
 
 /** Bounds the memory of one turn's shared results; beyond it, reads run alone. */
@@ -72,8 +73,11 @@ export function coalesceKey(ctx: ApiContext, appliedIndex: number, scope: readon
   // parameter keeps all its values: the first counts, and two requests differing only after it still run apart.
   const query = queryOf(ctx)
   const params = RESULT_PARAMS.map((name) => query[name] ?? null)
-  // JSON keeps the parts apart whatever they contain (a secret from ?token may hold any character).
-  return JSON.stringify([appliedIndex, ctx.path, params, secretOf(ctx) ?? '', ctx.get('X-Service-Namespace'), ...scope])
+  // JSON keeps the parts apart whatever they contain (a secret from ?token may hold any character). The secret and the
+  // namespace header are the values the routes will use, whichever header name (the contract's or Consul's) carried
+  // them: the same caller asking under either name gets the same answer.
+  const namespaceHeader = requestHeader(ctx, 'Namespace')?.value ?? ''
+  return JSON.stringify([appliedIndex, ctx.path, params, secretOf(ctx) ?? '', namespaceHeader, ...scope])
 }
 
 /** The JSON text of a result's body, computed once however many responses carry it. */

@@ -6,6 +6,8 @@
  * current one (a restored snapshot) returns at once. The wait is bounded (default 5 min, at most 10 min, plus jitter
  * of up to wait/16), the number of waiting queries is bounded, and a query whose client hung up stops waiting. On
  * waking, the token is checked again.
+ *
+ * Every header goes out under the contract's name and Consul's (headers.ts).
  */
 import { randomInt } from 'node:crypto'
 import { WardenError } from '../lib/errors.js'
@@ -13,6 +15,7 @@ import type { Table } from '../state/keys.js'
 import type { ApiContext } from './context.js'
 import { blockingOf, consistencyOf, hasParam } from './request.js'
 import { coalesceKey, ReadCoalescer, serializedBody } from './coalesce.js'
+import { setResponseHeader } from './headers.js'
 
 export interface ReadResult {
   body: unknown
@@ -125,11 +128,11 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
 
 function respond(ctx: ApiContext, spec: ReadSpec, effective: string, result: ReadResult): void {
   const { state, cluster } = ctx.state.app
-  ctx.set('X-Service-Index', String(reportedIndex(state.tableIndex(spec.table))))
-  ctx.set('X-Service-KnownLeader', String(cluster.leaderAddress() !== ''))
-  ctx.set('X-Service-LastContact', String(cluster.lastContactMs()))
-  ctx.set('X-Service-Effective-Consistency', effective)
-  if (result.filtered === true) ctx.set('X-Service-Results-Filtered-By-ACLs', 'true')
+  setResponseHeader(ctx, 'Index', String(reportedIndex(state.tableIndex(spec.table))))
+  setResponseHeader(ctx, 'KnownLeader', String(cluster.leaderAddress() !== ''))
+  setResponseHeader(ctx, 'LastContact', String(cluster.lastContactMs()))
+  setResponseHeader(ctx, 'Effective-Consistency', effective)
+  if (result.filtered === true) setResponseHeader(ctx, 'Results-Filtered-By-ACLs', 'true')
   if (spec.missing !== undefined && result.modifyIndex === undefined) throw spec.missing()
   if (result.body !== null && typeof result.body === 'object' && !hasParam(ctx as ApiContext, 'pretty')) {
     // The type first: Koa types a string body as text unless a type is already set.

@@ -9,14 +9,18 @@ import { DEFAULT_NAMESPACE } from '../state/records.js'
 import type { Caller } from '../acl/resolver.js'
 import { deniedError, type PermissionAccess, type PermissionResource } from '../acl/authorization.js'
 import type { ApiContext } from './context.js'
+import { requestHeader } from './headers.js'
 
-/** The secret: `?token=`, then `X-Service-Token`, then `Authorization: Bearer <secret>`. */
+/**
+ * The secret: `?token=`, then `X-Service-Token` (or Consul's `X-Consul-Token` when that is absent: headers.ts), then
+ * `Authorization: Bearer <secret>`.
+ */
 export function secretOf(ctx: ApiContext): string | undefined {
   // A repeated parameter counts by its first value, as every other parameter does.
   const query = queryString(ctx, 'token')
   if (query !== undefined && query !== '') return query
-  const header = ctx.get('X-Service-Token')
-  if (header !== '') return header
+  const header = requestHeader(ctx, 'Token')
+  if (header !== undefined) return header.value
   const authorization = ctx.get('Authorization')
   // The whole header: `Bearer <secret> junk` is no bearer token, not the secret with the junk ignored.
   const match = /^bearer\s+(\S+)\s*$/i.exec(authorization)
@@ -72,14 +76,15 @@ export function queryOf(ctx: ApiContext): Record<string, string | string[] | und
 
 /**
  * The namespace of a request, by the contract's precedence: body `Namespace` (create and update only), then `?ns`,
- * then the `X-Service-Namespace` header, then the namespace of the request's token, then `default`.
+ * then the `X-Service-Namespace` header (or Consul's `X-Consul-Namespace` when that is absent: headers.ts), then the
+ * namespace of the request's token, then `default`.
  */
 export async function namespaceOf(ctx: ApiContext, bodyNamespace?: string, options: { allowWildcard?: boolean } = {}): Promise<string> {
   if (bodyNamespace !== undefined && bodyNamespace !== '') return checkNamespace(bodyNamespace, 'Namespace')
   const query = queryString(ctx, 'ns')
   if (query !== undefined && query !== '') return query === '*' && options.allowWildcard === true ? '*' : checkNamespace(query, 'ns')
-  const header = ctx.get('X-Service-Namespace')
-  if (header !== '') return header === '*' && options.allowWildcard === true ? '*' : checkNamespace(header, 'X-Service-Namespace')
+  const header = requestHeader(ctx, 'Namespace')
+  if (header !== undefined) return header.value === '*' && options.allowWildcard === true ? '*' : checkNamespace(header.value, header.header)
   const caller = await callerOf(ctx)
   return caller.token.Namespace || DEFAULT_NAMESPACE
 }

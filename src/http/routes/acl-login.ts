@@ -2,8 +2,8 @@
  * Login and logout through auth methods (Consul's /v1/acl/login and /v1/acl/logout). Neither needs an ACL: a login
  * is authorized by the bearer token it presents, a logout by holding the secret it deletes.
  *
- * Login: find the auth method (body Namespace, `?ns`, `X-Service-Namespace`, else `default`; the request's own token,
- * if any, plays no part), verify the bearer token with it, bind the identity through its binding and namespace
+ * Login: find the auth method (body Namespace, `?ns`, `X-Service-Namespace` or Consul's `X-Consul-Namespace`, else
+ * `default`; the request's own token, if any, plays no part), verify the bearer token with it, bind the identity through its binding and namespace
  * rules, and propose the token. What needs the clock or randomness (AccessorID, SecretID, CreateTime, ExpirationTime
  * from MaxTokenTTL) is decided here; roles by name and the method being unchanged are decided when it is applied.
  * Every refusal is a 403 `permission_denied` that says why (an invalid bearer token, no privilege, a rule that
@@ -31,6 +31,7 @@ import type { ApiContext } from '../context.js'
 import { ANONYMOUS_BODY, readJsonObject } from '../body.js'
 import { LinkNames, renderToken } from '../render.js'
 import { queryParam, secretOf } from '../request.js'
+import { requestHeader } from '../headers.js'
 import { validateBody, type Schema } from '../validate.js'
 import { propose } from '../write.js'
 
@@ -62,10 +63,12 @@ const NAMESPACE = /^[A-Za-z0-9_-]{1,64}$/
 
 /** The auth method's namespace: the contract's precedence without the token step, since a login carries no token. */
 function methodNamespace(ctx: ApiContext, body: { Namespace?: string }): string {
+  // The header under the contract's name, else Consul's X-Consul-Namespace (headers.ts); a bad value names the one sent.
+  const header = requestHeader(ctx, 'Namespace')
   const sources: Array<[string, string | undefined]> = [
     ['Namespace', body.Namespace],
     ['ns', queryParam(ctx, 'ns')],
-    ['X-Service-Namespace', ctx.get('X-Service-Namespace')],
+    [header?.header ?? 'X-Service-Namespace', header?.value],
   ]
   for (const [field, value] of sources) {
     if (value === undefined || value === '') continue

@@ -119,6 +119,20 @@ describe('read coalescing', function () {
     expect(coalesceKey(context('/v1/acl/tokens', '', { 'X-Service-Token': 'a' }), 7, [])).to.equal(keys[3])
   })
 
+  it('the key reads the token and namespace as the routes do: Consul\'s header names as aliases, the contract\'s winning', function () {
+    const key = (headers: Record<string, string>): string | undefined => coalesceKey(context('/v1/acl/tokens', '', headers), 7, [])
+    // The same secret or namespace under either name is the same caller asking the same thing.
+    expect(key({ 'X-Consul-Token': 'a' })).to.equal(key({ 'X-Service-Token': 'a' }))
+    expect(key({ 'X-Consul-Namespace': 'team' })).to.equal(key({ 'X-Service-Namespace': 'team' }))
+    // Both sent: the contract's counts, whatever Consul's says.
+    expect(key({ 'X-Service-Token': 'a', 'X-Consul-Token': 'b' })).to.equal(key({ 'X-Service-Token': 'a' }))
+    expect(key({ 'X-Service-Namespace': 'team', 'X-Consul-Namespace': 'other' })).to.equal(key({ 'X-Service-Namespace': 'team' }))
+    // Different values under Consul's names still run apart.
+    expect(key({ 'X-Consul-Token': 'a' })).to.not.equal(key({ 'X-Consul-Token': 'b' }))
+    expect(key({ 'X-Consul-Namespace': 'team' })).to.not.equal(key({ 'X-Consul-Namespace': 'other' }))
+    expect(key({ 'X-Consul-Namespace': 'team' })).to.not.equal(key({}))
+  })
+
   it('only GETs coalesce', function () {
     expect(coalesceKey(context('/v1/acl/token', '', {}, 'PUT'), 7, [])).to.equal(undefined)
     expect(coalesceKey(context('/v1/acl/tokens', '', {}, 'HEAD'), 7, [])).to.equal(undefined)
