@@ -1,114 +1,65 @@
 #!/usr/bin/env node
 /**
- * `warden agent [flags]`. Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when the agent fails while running or
- * cannot start, 2 for a bad flag or config value (one line naming it), 3 when the log holds a command this version
- * cannot apply (upgrade the node; restarting it will not help).
- *
- * `warden recover --data-dir DIR [--node-name NAME] [--yes]` (agent/recover.ts): offline, rewrites a survivor's data
- * dir into a cluster of one after a majority was lost for good; the same exit codes.
+ * The `warden` command. `warden agent` runs a server (agent.ts; exit 2 for a bad flag). `warden recover` rewrites a
+ * survivor's data dir (agent/recover.ts). Every other word is an operator command with Consul's name, flags and
+ * output (`warden acl token create -policy-name web`): commands/, run by command.ts, exit 0 or 1.
  */
-import { loadConfig, ConfigError } from '../agent/config.js'
-import { createLogger } from '../agent/logger.js'
-import { startAgent, UnknownCommandError } from '../agent/agent.js'
-import { processIo, RECOVER_USAGE, runRecover } from '../agent/recover.js'
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { processIo, runRecover } from '../agent/recover.js'
+import { runAgent } from './agent.js'
+import { answerCompletion, completionScript, installCompletion } from './completion.js'
+import { groupHelp, runCli } from './dispatch.js'
+import { processCliIo } from './io.js'
 
-/** Exit code when the log holds a command newer than this build: restarting will not help, upgrading will. */
-const EXIT_UNKNOWN_COMMAND = 3
-
-const USAGE = `usage: warden agent [--dev] [--config-file FILE] [--node-name NAME] [--datacenter DC]
-                    [--primary-datacenter DC] [--data-dir DIR] [--http-addr HOST:PORT]
-                    [--cluster-addr HOST:PORT] [--peer NAME=HOST:PORT ...] [--join HOST:PORT ...]
-                    [--cluster-key SECRET | --cluster-key-file FILE]
-                    [--initial-management-token SECRET | --initial-management-token-file FILE]
-                    [--default-policy allow|deny] [--down-policy POLICY] [--log-level LEVEL]
-       ${RECOVER_USAGE.replace('usage: ', '')}`
+function version(): string {
+  try {
+    return (JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string }).version
+  } catch {
+    return 'unknown' // Run from a copy without its package.json: the version is all that is missing.
+  }
+}
 
 async function main(argv: string[]): Promise<number> {
+  const io = processCliIo()
+  if (answerCompletion(io)) return 0
   const [command, ...rest] = argv
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    process.stdout.write(`${USAGE}\n`)
-    return command === undefined ? 2 : 0
-  }
-  if (command === 'recover') return runRecover(rest, processIo())
-  if (command !== 'agent') {
-    process.stderr.write(`warden: unknown command "${command}"\n${USAGE}\n`)
-    return 2
-  }
-  let config
-  try {
-    config = loadConfig(rest, process.env)
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`warden: ${error.message}\n`)
-      return 2
+  const binary = resolve(process.argv[1] ?? 'warden')
+  switch (command) {
+    case 'agent':
+      return runAgent(rest)
+    case 'recover':
+      return runRecover(rest, processIo())
+    case 'version':
+    case '-version':
+    case '--version':
+      io.stdout(`warden v${version()}\n`)
+      return 0
+    case 'completion': {
+      const script = completionScript(rest[0] ?? '', binary)
+      if (script === undefined) {
+        io.stderr('usage: warden completion bash|zsh\n')
+        return 1
+      }
+      io.stdout(script)
+      return 0
     }
-    throw error
+    case '-autocomplete-install':
+    case '--autocomplete-install':
+      return installCompletion(io, binary, true)
+    case '-autocomplete-uninstall':
+    case '--autocomplete-uninstall':
+      return installCompletion(io, binary, false)
+    case undefined:
+    case '-h':
+    case '-help':
+    case '--help':
+    case 'help':
+      io.stdout(`${groupHelp([])}\n`)
+      return command === undefined ? 1 : 0
+    default:
+      return runCli(argv, io)
   }
-  const log = createLogger(config.nodeName, config.logLevel)
-  const fatal = (error: unknown): void => {
-    if (error instanceof UnknownCommandError) {
-      // Met while applying the log, at start or later: a distinct exit code, so a supervisor can tell "upgrade this
-      // node" from a failure worth retrying.
-      log.fatal({ err: error }, 'the log holds a command this version cannot apply')
-      process.stderr.write(`warden: ${error.message}\n`)
-      process.exit(EXIT_UNKNOWN_COMMAND)
-    }
-    log.fatal({ err: error }, 'the agent cannot continue')
-    process.exit(1)
-  }
-  // Signals are caught from the start: one that arrives while the agent is starting stops it once it has started.
-  let signalled: string | undefined
-  let onSignal: (signal: string) => void = (signal) => {
-    signalled ??= signal
-  }
-  process.on('SIGTERM', () => onSignal('SIGTERM'))
-  process.on('SIGINT', () => onSignal('SIGINT'))
-  let agent
-  try {
-    agent = await startAgent(config, log, fatal)
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`warden: ${error.message}\n`)
-      return 2
-    }
-    if (error instanceof UnknownCommandError) {
-      // A distinct exit code, so a supervisor can tell "upgrade this node" from a failure worth retrying.
-      log.fatal({ err: error }, 'the log holds a command this version cannot apply')
-      process.stderr.write(`warden: ${error.message}\n`)
-      return EXIT_UNKNOWN_COMMAND
-    }
-    log.fatal({ err: error }, 'the agent could not start')
-    process.stderr.write(`warden: could not start: ${(error as Error).message}\n`)
-    return 1
-  }
-  if (agent.managementTokenGenerated && agent.managementToken !== undefined) {
-    // Printed once, when generated, for the operator, never into the log; a restart finds it in the data dir.
-    process.stdout.write(`Management token: ${agent.managementToken}\n`)
-  }
-  log.info(
-    { http: agent.httpAddress, cluster: agent.clusterAddress, datacenter: config.datacenter, dataDir: agent.dataDir },
-    'agent ready',
-  )
-  const running = agent
-  return new Promise<number>((resolve) => {
-    let stopping = false
-    onSignal = (signal) => {
-      if (stopping) return
-      stopping = true
-      log.info({ signal }, 'stopping')
-      running.stop().then(
-        () => {
-          log.info('stopped')
-          resolve(0)
-        },
-        (error: unknown) => {
-          log.error({ err: error }, 'unclean stop')
-          resolve(1)
-        },
-      )
-    }
-    if (signalled !== undefined) onSignal(signalled)
-  })
 }
 
 main(process.argv.slice(2)).then(
