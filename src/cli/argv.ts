@@ -42,7 +42,7 @@ export function parseFlags(argv: readonly string[], specs: FlagSpecs): ParsedFla
     canonical.set(name, name)
     for (const alias of spec.aliases ?? []) canonical.set(alias, name)
   }
-  const normalised: string[] = []
+  let normalised: string[] = []
   for (let i = 0; i < argv.length; i += 1) {
     const word = argv[i]!
     if (word === '--') {
@@ -59,8 +59,10 @@ export function parseFlags(argv: readonly string[], specs: FlagSpecs): ParsedFla
     const spec = specs[name]!
     const inline = match[2]
     if (spec.type === 'boolean') {
-      if (inline === undefined || /^(1|t|true|TRUE|True)$/.test(inline)) normalised.push(`--${name}`)
-      else if (!/^(0|f|false|FALSE|False)$/.test(inline)) throw new UsageError(`invalid boolean value "${inline}" for -${match[1]}`)
+      // Go's strconv.ParseBool spellings. The last occurrence wins, as in Go: `-stale -stale=false` is false.
+      if (inline === undefined || /^(1|t|T|true|TRUE|True)$/.test(inline)) normalised.push(`--${name}`)
+      else if (/^(0|f|F|false|FALSE|False)$/.test(inline)) normalised = normalised.filter((item) => item !== `--${name}`)
+      else throw new UsageError(`invalid boolean value "${inline}" for -${match[1]}: parse error`)
       continue
     }
     if (inline !== undefined) {

@@ -8,7 +8,7 @@ import { ApiError, ConnectionError, type WardenClient } from '../api/index.js'
 import { describeFlags, parseFlags, UsageError, type FlagSpecs, type ParsedFlags } from './argv.js'
 import { json, type Format } from './format.js'
 import { HTTP_FLAGS, httpSettings, type HttpSettings } from './http-flags.js'
-import type { CliIo } from './io.js'
+import { FileError, type CliIo } from './io.js'
 
 export interface Command {
   /** The words that name it: 'acl token create'. */
@@ -118,6 +118,7 @@ export class CommandContext {
       return await call()
     } catch (error) {
       if (error instanceof ApiError || error instanceof ConnectionError) throw new CommandError(`${what}: ${describeFailure(error)}`, { cause: error })
+      if (error instanceof CommandError) throw new CommandError(`${what}: ${error.message}`, { cause: error })
       throw error
     }
   }
@@ -165,7 +166,7 @@ export async function runCommand(command: Command, argv: readonly string[], io: 
       io.stderr(`${redact(error.message)}\n\n${commandHelp(command)}\n`)
       return 1
     }
-    if (error instanceof CommandError) {
+    if (error instanceof CommandError || error instanceof FileError) {
       io.stderr(`${redact(error.message)}\n`)
       return 1
     }

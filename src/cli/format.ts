@@ -7,6 +7,18 @@ import type { AuthMethod, BindingRule, NamedLink, NodeIdentity, Policy, Role, Se
 
 export type Format = 'pretty' | 'json'
 
+/**
+ * Lists print in a stable order, whatever order the server keeps them in (by ID, which is random): by name where
+ * records have one, else by creation. Consul prints the server's order.
+ */
+export function byName<T extends { Name: string }>(list: T[]): T[] {
+  return [...list].sort((a, b) => a.Name.localeCompare(b.Name))
+}
+
+export function byCreation<T extends { CreateIndex: number }>(list: T[]): T[] {
+  return [...list].sort((a, b) => a.CreateIndex - b.CreateIndex)
+}
+
 export function json(value: unknown): string {
   return JSON.stringify(value, null, 4)
 }
@@ -21,8 +33,8 @@ export function goTime(rfc3339: string | undefined): string {
   if (Number.isNaN(date.getTime())) return rfc3339
   const fraction = /\.(\d+)/.exec(rfc3339)?.[1]
   const iso = date.toISOString() // always UTC, milliseconds
-  const digits = rfc3339.endsWith('Z') || rfc3339.endsWith('z') ? (fraction ?? '') : iso.slice(20, 23)
-  const trimmed = digits.replace(/0+$/, '')
+  // An offset is whole minutes, so the fraction as written is already UTC's: kept whole, not cut to milliseconds.
+  const trimmed = (fraction ?? '').replace(/0+$/, '')
   return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${trimmed === '' ? '' : `.${trimmed}`} +0000 UTC`
 }
 

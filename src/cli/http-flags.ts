@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs'
 import { DEFAULT_ADDRESS, WardenClient, type TlsOptions } from '../api/index.js'
 import { UsageError, type FlagSpecs, type ParsedFlags } from './argv.js'
-import type { CliIo } from './io.js'
+import { FileError, type CliIo } from './io.js'
 
 export const HTTP_FLAGS: FlagSpecs = {
   'http-addr': { type: 'string', value: 'address', help: `The address of the agent's HTTP API, HOST:PORT or https://HOST:PORT. Default ${DEFAULT_ADDRESS}; also WARDEN_HTTP_ADDR.` },
@@ -34,7 +34,7 @@ function readPem(path: string, flag: string): Buffer {
   try {
     return readFileSync(path)
   } catch (error) {
-    throw new UsageError(`-${flag}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+    throw new FileError(path, (error as NodeJS.ErrnoException).code ?? (error as Error).message, `-${flag}`)
   }
 }
 
@@ -42,7 +42,7 @@ function readToken(path: string, flag: string): string {
   try {
     return readFileSync(path, 'utf8').trim()
   } catch (error) {
-    throw new UsageError(`-${flag}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+    throw new FileError(path, (error as NodeJS.ErrnoException).code ?? (error as Error).message, `-${flag}`)
   }
 }
 

@@ -31,6 +31,25 @@ export function processCliIo(): CliIo {
  */
 export async function valueOrFile(io: CliIo, value: string): Promise<string> {
   if (value === '-') return io.readStdin()
-  if (value.startsWith('@')) return readFile(value.slice(1), 'utf8')
-  return value
+  if (!value.startsWith('@')) return value
+  const path = value.slice(1)
+  try {
+    return await readFile(path, 'utf8')
+  } catch (error) {
+    throw new FileError(path, (error as NodeJS.ErrnoException).code ?? (error as Error).message)
+  }
+}
+
+/** A file named on the command line that cannot be read: the path and the system's reason. */
+export class FileError extends Error {
+  override readonly name = 'FileError'
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+    /** The flag that named the file, when the message should say which. */
+    flag?: string,
+  ) {
+    const why = reason === 'ENOENT' ? 'no such file' : reason === 'EACCES' ? 'permission denied' : reason
+    super(`${flag === undefined ? '' : `${flag}: `}cannot read ${path}: ${why}`)
+  }
 }

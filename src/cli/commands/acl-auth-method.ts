@@ -1,9 +1,9 @@
 /** `warden acl auth-method create|read|update|delete|list`, as Consul's. */
 import type { AuthMethod, AuthMethodWrite } from '../../api/index.js'
 import { UsageError } from '../argv.js'
-import type { Command, CommandContext } from '../command.js'
-import { formatAuthMethod, formatAuthMethodList } from '../format.js'
-import { valueOrFile } from '../io.js'
+import { CommandError, type Command, type CommandContext } from '../command.js'
+import { byName, formatAuthMethod, formatAuthMethodList } from '../format.js'
+import { FileError, valueOrFile } from '../io.js'
 
 const NAME_FLAG = { name: { type: 'string' as const, value: 'value', help: 'The name of the auth method.' } }
 
@@ -24,7 +24,8 @@ async function readConfig(context: CommandContext): Promise<Record<string, unkno
   try {
     text = await valueOrFile(context.io, given)
   } catch (error) {
-    throw new UsageError(`Invalid -config: ${(error as Error).message}`)
+    if (error instanceof FileError) throw new CommandError(`Failed to read -config: ${error.message}`)
+    throw error
   }
   let parsed: unknown
   try {
@@ -137,6 +138,6 @@ export const authMethodList: Command = {
   meta: true,
   async run(context) {
     const methods = await context.api('Failed to retrieve the auth method list', () => context.client.acl.authMethods.list(context.consistency))
-    context.output(methods, (value) => formatAuthMethodList(value, context.meta))
+    context.output(byName(methods), (value) => formatAuthMethodList(value, context.meta))
   },
 }

@@ -2,7 +2,7 @@
 import type { BindingRule, BindingRuleWrite } from '../../api/index.js'
 import { UsageError } from '../argv.js'
 import type { Command, CommandContext } from '../command.js'
-import { formatBindingRule, formatBindingRuleList } from '../format.js'
+import { byCreation, formatBindingRule, formatBindingRuleList } from '../format.js'
 import { fullId } from './acl-links.js'
 
 const ID_FLAG = { id: { type: 'string' as const, value: 'value', help: 'The ID of the binding rule (a unique prefix will do).' } }
@@ -134,6 +134,6 @@ export const bindingRuleList: Command = {
     const rules = await context.api('Failed to retrieve the binding rule list', () =>
       context.client.acl.bindingRules.list({ ...context.consistency, ...(method === undefined ? {} : { authMethod: method }) }),
     )
-    context.output(rules, (value) => formatBindingRuleList(value, context.meta))
+    context.output(byCreation(rules), (value) => formatBindingRuleList(value, context.meta))
   },
 }

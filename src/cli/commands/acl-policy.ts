@@ -1,9 +1,9 @@
 /** `warden acl policy create|read|update|delete|list`, as Consul's. */
 import type { Policy, PolicyWrite } from '../../api/index.js'
 import { UsageError } from '../argv.js'
-import type { Command, CommandContext } from '../command.js'
-import { formatPolicy, formatPolicyList } from '../format.js'
-import { valueOrFile } from '../io.js'
+import { CommandError, type Command, type CommandContext } from '../command.js'
+import { byName, formatPolicy, formatPolicyList } from '../format.js'
+import { FileError, valueOrFile } from '../io.js'
 import { policyIdResolver } from './acl-links.js'
 
 const RULES_HELP = 'The rules (HCL or JSON): the text, @FILE to read a file, or - to read standard input.'
@@ -52,7 +52,8 @@ async function readRules(context: CommandContext, value: string): Promise<string
   try {
     return await valueOrFile(context.io, value)
   } catch (error) {
-    throw new UsageError(`Invalid -rules: ${(error as Error).message}`)
+    if (error instanceof FileError) throw new CommandError(`Failed to read -rules: ${error.message}`)
+    throw error
   }
 }
 
@@ -156,6 +157,6 @@ export const policyList: Command = {
   meta: true,
   async run(context) {
     const policies = await context.api('Failed to retrieve the policy list', () => context.client.acl.policies.list(context.consistency))
-    context.output(policies, (value) => formatPolicyList(value, context.meta))
+    context.output(byName(policies), (value) => formatPolicyList(value, context.meta))
   },
 }

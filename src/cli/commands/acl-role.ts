@@ -2,7 +2,7 @@
 import type { Role, RoleWrite } from '../../api/index.js'
 import { UsageError } from '../argv.js'
 import type { Command, CommandContext } from '../command.js'
-import { formatRole, formatRoleList } from '../format.js'
+import { byName, formatRole, formatRoleList } from '../format.js'
 import { appendLinks, IDENTITY_FLAGS, linksOf, nodeIdentities, POLICY_LINK_FLAGS, policyIdResolver, roleIdResolver, serviceIdentities, templatedPolicies } from './acl-links.js'
 
 const SELECT_FLAGS = {
@@ -151,6 +151,6 @@ export const roleList: Command = {
   meta: true,
   async run(context) {
     const roles = await context.api('Failed to retrieve the role list', () => context.client.acl.roles.list(context.consistency))
-    context.output(roles, (value) => formatRoleList(value, context.meta))
+    context.output(byName(roles), (value) => formatRoleList(value, context.meta))
   },
 }

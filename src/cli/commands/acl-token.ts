@@ -2,7 +2,7 @@
 import type { Token, TokenWrite } from '../../api/index.js'
 import { UsageError } from '../argv.js'
 import type { Command, CommandContext } from '../command.js'
-import { formatToken, formatTokenList } from '../format.js'
+import { byCreation, formatToken, formatTokenList } from '../format.js'
 import {
   appendLinks,
   fullId,
@@ -263,7 +263,7 @@ export const tokenList: Command = {
       ...(context.string('auth-method') === undefined ? {} : { authMethod: context.string('auth-method')! }),
     }
     const tokens = await context.api('Failed to retrieve the token list', () => client.acl.tokens.list({ ...context.consistency, ...filters }))
-    context.output(tokens, (value) => formatTokenList(value, context.meta))
+    context.output(byCreation(tokens), (value) => formatTokenList(value, context.meta))
   },
 }
 

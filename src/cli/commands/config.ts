@@ -3,7 +3,7 @@ import type { ConfigEntry } from '../../api/index.js'
 import { UsageError } from '../argv.js'
 import { CommandError, type Command, type CommandContext } from '../command.js'
 import { json } from '../format.js'
-import { valueOrFile } from '../io.js'
+import { FileError, valueOrFile } from '../io.js'
 
 const KIND_NAME_FLAGS = {
   kind: { type: 'string' as const, value: 'value', help: 'The kind of the config entry, e.g. service-defaults.' },
@@ -64,7 +64,8 @@ export const configWrite: Command = {
     try {
       text = await valueOrFile(context.io, source === '-' ? '-' : `@${source}`)
     } catch (error) {
-      throw new CommandError(`Failed to read config entry from ${source}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+      if (error instanceof FileError) throw new CommandError(`Failed to read config entry: ${error.message}`)
+      throw error
     }
     const entry = parseEntry(text, source === '-' ? 'standard input' : source)
     const cas = casIndex(context)

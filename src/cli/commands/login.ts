@@ -1,7 +1,8 @@
 /** `warden login` and `warden logout`, as Consul's: a bearer token in, a warden token written to a sink file. */
 import { readFile, writeFile, rename } from 'node:fs/promises'
 import { UsageError } from '../argv.js'
-import type { Command } from '../command.js'
+import { CommandError, type Command } from '../command.js'
+import { FileError } from '../io.js'
 
 export const login: Command = {
   path: 'login',
@@ -32,7 +33,7 @@ export const login: Command = {
     try {
       bearer = (await readFile(bearerFile, 'utf8')).trim()
     } catch (error) {
-      throw new UsageError(`Error reading -bearer-token-file ${bearerFile}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+      throw new CommandError(`Error reading -bearer-token-file: ${new FileError(bearerFile, (error as NodeJS.ErrnoException).code ?? (error as Error).message).message}`)
     }
     if (bearer === '') throw new UsageError(`No bearer token found in ${bearerFile}`)
     context.addSecret(bearer)
@@ -43,8 +44,13 @@ export const login: Command = {
     // Written beside the sink and renamed over it: a reader never sees a half-written secret, and it is 0600 from
     // the first byte.
     const temporary = `${sink}.tmp-${process.pid}`
-    await writeFile(temporary, token.SecretID, { mode: 0o600 })
-    await rename(temporary, sink)
+    try {
+      await writeFile(temporary, token.SecretID, { mode: 0o600 })
+      await rename(temporary, sink)
+    } catch (error) {
+      // The token exists but nobody holds its secret: say so, with its AccessorID so an operator can delete it.
+      throw new CommandError(`Error writing -token-sink-file ${sink} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); the token ${token.AccessorID} was created`)
+    }
   },
 }
 
