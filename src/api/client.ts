@@ -27,6 +27,13 @@ export interface ClientOptions {
   timeoutMs?: number
   /** Sockets the client keeps open to the server at most (keep-alive); 64 by default. */
   maxSockets?: number
+  /** Idle sockets kept open for the next request at most; min(maxSockets, 256) by default. */
+  maxFreeSockets?: number
+  /**
+   * false: every request on a connection of its own, closed after the answer, as a client that has just started
+   * (the failover benchmark's probe). maxSockets and maxFreeSockets do not apply. true by default.
+   */
+  keepAlive?: boolean
   responseBytesMax?: number
 }
 
@@ -46,6 +53,13 @@ export interface RequestOptions {
   headers?: Record<string, string>
   timeoutMs?: number
   signal?: AbortSignal
+  /**
+   * Read the answer's body and drop it (`text` is '', `body` undefined): for drivers that time answers by the
+   * thousand and need only their status (the blocking-query benchmark).
+   */
+  discardBody?: boolean
+  /** Called once the whole request has been handed to the operating system: for drivers that pace their requests. */
+  onSent?: () => void
 }
 
 export type Consistency = 'default' | 'stale' | 'consistent'
@@ -73,7 +87,10 @@ export interface QueryMeta {
 export interface Answer<T = unknown> {
   status: number
   headers: IncomingHttpHeaders
-  /** The body parsed as JSON, or undefined when it is empty or not JSON (`text` has it). */
+  /**
+   * The body parsed as JSON, or undefined when it is empty or not JSON (`text` has it). Parsed when first read, so
+   * a caller that times answers and reads only the status does not pay for parsing.
+   */
   body: T
   text: string
   meta: QueryMeta
@@ -88,7 +105,12 @@ export class Client {
   private readonly transport: Transport
 
   constructor(readonly options: ClientOptions = {}) {
-    this.transport = new Transport(options.address ?? DEFAULT_ADDRESS, options.tls, options.maxSockets)
+    this.transport = new Transport(options.address ?? DEFAULT_ADDRESS, {
+      ...(options.tls === undefined ? {} : { tls: options.tls }),
+      ...(options.maxSockets === undefined ? {} : { maxSockets: options.maxSockets }),
+      ...(options.maxFreeSockets === undefined ? {} : { maxFreeSockets: options.maxFreeSockets }),
+      ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive }),
+    })
   }
 
   /** The address as given, for messages. */
@@ -123,8 +145,10 @@ export class Client {
       timeoutMs,
       ...(options.signal === undefined ? {} : { signal: options.signal }),
       responseBytesMax: this.options.responseBytesMax ?? RESPONSE_BYTES_MAX,
+      ...(options.discardBody === undefined ? {} : { discardBody: options.discardBody }),
+      ...(options.onSent === undefined ? {} : { onSent: options.onSent }),
     })
-    return { status: raw.status, headers: raw.headers, body: parseJson(raw.text) as T, text: raw.text, meta: metaOf(raw.headers) }
+    return answerOf<T>(raw.status, raw.headers, raw.text)
   }
 
   /** A 2xx answer's body and metadata; anything else is thrown as an ApiError rebuilt from its body. */
@@ -199,6 +223,16 @@ export function withQuery(path: string, query: Record<string, QueryValue>): stri
   }
   if (parts.length === 0) return path
   return `${path}${path.includes('?') ? '&' : '?'}${parts.join('&')}`
+}
+
+/** An answer whose body is parsed on first read (and once). */
+function answerOf<T>(status: number, headers: IncomingHttpHeaders, text: string): Answer<T> {
+  let parsed: { value: T } | undefined
+  const answer = { status, headers, text, meta: metaOf(headers) }
+  return Object.defineProperty(answer, 'body', {
+    enumerable: true,
+    get: (): T => (parsed ??= { value: parseJson(text) as T }).value,
+  }) as Answer<T>
 }
 
 function parseJson(text: string): unknown {

@@ -70,6 +70,10 @@ export interface Exchange {
   signal?: AbortSignal
   /** Answers longer than this are cut off with an error rather than held in memory. */
   responseBytesMax: number
+  /** Read the answer's body and drop it: `text` is ''. */
+  discardBody?: boolean
+  /** Called once the whole request has been handed to the operating system (node:http's 'finish'). */
+  onSent?: () => void
 }
 
 export interface RawAnswer {
@@ -79,13 +83,30 @@ export interface RawAnswer {
   text: string
 }
 
+export interface ConnectionOptions {
+  tls?: TlsOptions
+  /** Sockets open to the server at most; 64 by default. */
+  maxSockets?: number
+  /** Idle sockets kept open for the next request at most; min(maxSockets, 256) by default. */
+  maxFreeSockets?: number
+  /** false: every request on a connection of its own, closed after the answer (`Connection: close`). */
+  keepAlive?: boolean
+}
+
 export class Transport {
   readonly endpoint: Endpoint
   private readonly agent: HttpAgent | HttpsAgent
 
-  constructor(address: string, tls: TlsOptions = {}, maxSockets = 64) {
+  constructor(address: string, options: ConnectionOptions = {}) {
     this.endpoint = parseAddress(address)
-    const common = { keepAlive: true, maxSockets, maxFreeSockets: Math.min(maxSockets, 256) }
+    const tls = options.tls ?? {}
+    const maxSockets = options.maxSockets ?? 64
+    // Without keep-alive, node:http opens a socket per request and closes it after the answer only while maxSockets is
+    // unbounded (a bounded agent would queue requests and hand them sockets that are still open).
+    const common =
+      options.keepAlive === false
+        ? { keepAlive: false, maxSockets: Infinity }
+        : { keepAlive: true, maxSockets, maxFreeSockets: options.maxFreeSockets ?? Math.min(maxSockets, 256) }
     this.agent = this.endpoint.secure
       ? new HttpsAgent({
           ...common,
@@ -99,7 +120,7 @@ export class Transport {
       : new HttpAgent(common)
   }
 
-  /** Closes idle sockets; requests still running finish. */
+  /** Closes every socket: idle ones, and those of requests still running (which then fail with a ConnectionError). */
   close(): void {
     this.agent.destroy()
   }
@@ -138,6 +159,7 @@ export class Transport {
         onAbort()
         return
       }
+      if (exchange.onSent !== undefined) request.once('finish', exchange.onSent)
       request.on('socket', (socket: Socket) => {
         if (!socket.connecting) connected = true
         else socket.once(endpoint.secure ? 'secureConnect' : 'connect', () => (connected = true))
@@ -149,15 +171,18 @@ export class Transport {
       request.on('response', (response) => {
         const chunks: Buffer[] = []
         let size = 0
-        response.on('data', (chunk: Buffer) => {
-          size += chunk.length
-          if (size > exchange.responseBytesMax) {
-            fail('too_large', `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: the answer is over ${exchange.responseBytesMax} bytes`)
-            request.destroy()
-            return
-          }
-          chunks.push(chunk)
-        })
+        if (exchange.discardBody === true) response.resume()
+        else {
+          response.on('data', (chunk: Buffer) => {
+            size += chunk.length
+            if (size > exchange.responseBytesMax) {
+              fail('too_large', `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: the answer is over ${exchange.responseBytesMax} bytes`)
+              request.destroy()
+              return
+            }
+            chunks.push(chunk)
+          })
+        }
         response.on('error', (error: NodeJS.ErrnoException) => fail(error.code ?? 'error', `${endpoint.text}: the answer broke off: ${describe(error)}`, error))
         response.on('end', () => {
           if (settled) return
