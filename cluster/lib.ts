@@ -19,10 +19,12 @@ import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs'
 import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import type { IncomingHttpHeaders } from 'node:http'
 import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import { join, resolve, sep } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { Client } from '../src/api/index.js'
 import type { ProxyReady } from './proxy.js'
 
 const REPO_ROOT = resolve(import.meta.dirname, '..')
@@ -97,11 +99,32 @@ export interface UpOptions {
   args?: string[]
 }
 
+/** An answer in the shape the cluster tool's callers read (a fetch `Headers`; the body parsed when it is JSON). */
 export interface ApiResponse {
   status: number
   headers: Headers
   body: unknown
   text: string
+}
+
+/** An answer's headers (node:http's) as a fetch `Headers`, read with `headers.get(name)` in any case. */
+export function fetchHeaders(headers: IncomingHttpHeaders): Headers {
+  const result = new Headers()
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue
+    for (const item of Array.isArray(value) ? value : [value]) result.append(name, item)
+  }
+  return result
+}
+
+/**
+ * The request target fetch would send for `path` on `origin`: parsed as a URL (dot segments resolved, spaces and
+ * quotes escaped), without a fragment. The API client sends its path as given, so callers written against fetch
+ * pass their paths through this.
+ */
+export function fetchTarget(origin: string, path: string): string {
+  const url = new URL(origin + path)
+  return url.pathname + url.search
 }
 
 // -------------------------------------------------------------------------------------------------------------------
@@ -313,6 +336,8 @@ export class LocalCluster {
   private followers: LogFollower[] = []
   private removeForegroundHooks: (() => void) | undefined
   private saving: Promise<void> = Promise.resolve()
+  /** API clients by address (a node keeps its HTTP address across restarts); closed by `down`. */
+  private readonly clients = new Map<string, Client>()
 
   private constructor(private current: ClusterState) {}
 
@@ -378,30 +403,18 @@ export class LocalCluster {
     return Object.keys(this.current.nodes)
   }
 
-  /** A request to one node with the management token (`token: null` for none), with a timeout. */
+  /**
+   * A request to one node with the management token (`token: null` for none), with a timeout. Rejects only when no
+   * answer came (a ConnectionError from src/api).
+   */
   async request(node: string, method: string, path: string, options: { body?: unknown; token?: string | null; timeoutMs?: number } = {}): Promise<ApiResponse> {
-    const headers: Record<string, string> = {}
-    const token = options.token === undefined ? this.current.managementToken : options.token
-    if (token !== null) headers['X-Service-Token'] = token
-    let body: string | undefined
-    if (options.body !== undefined) {
-      body = JSON.stringify(options.body)
-      headers['Content-Type'] = 'application/json'
-    }
-    const response = await fetch(`http://${this.node(node).httpAddress}${path}`, {
-      method,
-      headers,
-      body,
-      signal: AbortSignal.timeout(options.timeoutMs ?? REQUEST_MS),
+    const address = this.node(node).httpAddress
+    const answer = await this.client(address).request(method, fetchTarget(`http://${address}`, path), {
+      token: options.token === undefined ? this.current.managementToken : options.token,
+      ...(options.body === undefined ? {} : { body: options.body }),
+      timeoutMs: options.timeoutMs ?? REQUEST_MS,
     })
-    const text = await response.text()
-    let parsed: unknown
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text)
-    } catch {
-      parsed = undefined // Not JSON (an error page): callers read `text`.
-    }
-    return { status: response.status, headers: response.headers, body: parsed, text }
+    return { status: answer.status, headers: fetchHeaders(answer.headers), body: answer.body, text: answer.text }
   }
 
   async status(): Promise<NodeStatus[]> {
@@ -542,6 +555,7 @@ export class LocalCluster {
       }
     }
     await this.save()
+    this.closeClients()
     const followers = this.followers.splice(0)
     await Promise.all(followers.map((follower) => follower.stop()))
     this.removeForegroundHooks?.()
@@ -625,13 +639,30 @@ export class LocalCluster {
     }
   }
 
+  /** The proxy process's own control API (not warden's), through the same client. */
   private async proxyControl(method: string, path: string): Promise<unknown> {
     const address = this.current.proxyControlAddress
     if (address === undefined || !this.proxyUp()) throw new Error('the link proxy is not running (start the cluster with up)')
-    const response = await fetch(`http://${address}${path}`, { method, signal: AbortSignal.timeout(REQUEST_MS) })
-    const body = (await response.json()) as { error?: string }
-    if (response.status !== 200) throw new Error(`proxy: ${body.error ?? response.status}`)
+    const answer = await this.client(address).request(method, path, { timeoutMs: REQUEST_MS })
+    if (answer.body === undefined) throw new Error(`proxy: ${answer.status}, an answer that is not JSON: ${answer.text.slice(0, 200)}`)
+    const body = answer.body as { error?: string }
+    if (answer.status !== 200) throw new Error(`proxy: ${body.error ?? answer.status}`)
     return body
+  }
+
+  /** One client per address, unbounded in sockets as fetch was. */
+  private client(address: string): Client {
+    let client = this.clients.get(address)
+    if (client === undefined) {
+      client = new Client({ address, maxSockets: Infinity })
+      this.clients.set(address, client)
+    }
+    return client
+  }
+
+  private closeClients(): void {
+    for (const client of this.clients.values()) client.close()
+    this.clients.clear()
   }
 
   private agentArgs(name: string): string[] {

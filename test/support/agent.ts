@@ -2,12 +2,19 @@
  * Starts a real `warden agent` process for black-box tests: on free loopback ports, with its own data dir, and
  * stopped (SIGTERM, then SIGKILL) by `stop()`. The HTTP address comes from the `agent ready` log line and the
  * management token from the `Management token:` line, exactly as an operator's script would read them.
+ *
+ * Requests go through the API client (src/api), one per agent, closed when the agent stops. The answer keeps the
+ * shape the tests were written against (a fetch `Headers`, the body parsed when it is JSON), and the request keeps
+ * what fetch sent: the path normalized as a URL, a raw body typed text/plain unless the test names a type, and no
+ * deadline short of a test's own unless the test gives one.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
+import { fetchHeaders, fetchTarget } from '../../cluster/lib.js'
+import { WardenClient } from '../../src/api/index.js'
 
 export const CLI = resolve(import.meta.dirname, '../../dist/cli/main.js')
 
@@ -19,7 +26,10 @@ export interface AgentProcess {
   dataDir: string
   child: ChildProcess
   logs: string[]
-  /** Fetch against the agent with the management token unless `token` says otherwise (null: no token). */
+  /**
+   * A request to the agent with the management token unless `token` says otherwise (null: no token). Rejects only
+   * when no answer came (a ConnectionError from src/api).
+   */
   request(method: string, path: string, options?: { body?: unknown; token?: string | null; headers?: Record<string, string>; raw?: string; timeoutMs?: number }): Promise<ApiResponse>
   stop(): Promise<number | null>
   kill(): Promise<void>
@@ -42,6 +52,9 @@ export interface StartOptions {
 }
 
 const running = new Set<AgentProcess>()
+
+/** What a request waits for at most when the test gives no timeout: fetch's (undici's) default headers timeout. */
+const REQUEST_TIMEOUT_MS = 300_000
 
 /** Every agent a test started and did not stop; mocha's root hook stops them, so a failing test leaks nothing. */
 export async function stopAllAgents(): Promise<void> {
@@ -86,6 +99,12 @@ export async function startAgent(options: StartOptions = {}): Promise<AgentProce
       reject(new Error(`agent exited with ${code} before it was ready:\n${logs.join('\n')}`))
     })
   })
+  /** Made once the HTTP address is known; closed (and dropped) once the process has exited. */
+  let client: WardenClient | undefined
+  const closeClient = (): void => {
+    client?.close()
+    client = undefined
+  }
   let exited: Promise<number | null> = new Promise((resolveExit) => child.once('exit', (code) => resolveExit(code)))
   const agent: AgentProcess = {
     url: '',
@@ -96,24 +115,21 @@ export async function startAgent(options: StartOptions = {}): Promise<AgentProce
     child,
     logs,
     async request(method, path, requestOptions = {}) {
+      // Unbounded sockets, as fetch had: tests park many blocking queries on one agent at once.
+      client ??= new WardenClient({ address: agent.httpAddress, maxSockets: Infinity })
       const headers: Record<string, string> = { ...requestOptions.headers }
-      const token = requestOptions.token === undefined ? agent.managementToken : requestOptions.token
-      if (token !== null && token !== '') headers['X-Service-Token'] = token
-      let body: string | undefined = requestOptions.raw
-      if (requestOptions.body !== undefined) {
-        body = JSON.stringify(requestOptions.body)
-        headers['Content-Type'] = 'application/json'
-      }
-      const signal = requestOptions.timeoutMs === undefined ? undefined : AbortSignal.timeout(requestOptions.timeoutMs)
-      const response = await fetch(agent.url + path, { method, headers, body, ...(signal === undefined ? {} : { signal }) })
-      const text = await response.text()
-      let parsed: unknown
-      try {
-        parsed = text === '' ? undefined : JSON.parse(text)
-      } catch {
-        parsed = undefined
-      }
-      return { status: response.status, headers: response.headers, body: parsed, text }
+      const named = (name: string): boolean => Object.keys(headers).some((key) => key.toLowerCase() === name.toLowerCase())
+      // fetch typed a string body text/plain; the client would type it JSON.
+      if (requestOptions.raw !== undefined && requestOptions.body === undefined && !named('Content-Type')) headers['Content-Type'] = 'text/plain;charset=UTF-8'
+      if (requestOptions.body !== undefined) headers['Content-Type'] = 'application/json'
+      const answer = await client.request(method, fetchTarget(agent.url, path), {
+        token: requestOptions.token === undefined ? agent.managementToken : requestOptions.token,
+        ...(requestOptions.body === undefined ? {} : { body: requestOptions.body }),
+        ...(requestOptions.raw === undefined || requestOptions.body !== undefined ? {} : { raw: requestOptions.raw }),
+        headers,
+        timeoutMs: requestOptions.timeoutMs ?? REQUEST_TIMEOUT_MS,
+      })
+      return { status: answer.status, headers: fetchHeaders(answer.headers), body: answer.body, text: answer.text }
     },
     async stop() {
       running.delete(agent)
@@ -121,6 +137,8 @@ export async function startAgent(options: StartOptions = {}): Promise<AgentProce
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
       const code = await exited
       clearTimeout(timer)
+      // After the exit, not before: a request in flight gets whatever answer the stopping agent gives it.
+      closeClient()
       if (options.keepDataDir !== true && options.dataDir === undefined) await rm(dataDir, { recursive: true, force: true })
       return code
     },
@@ -128,6 +146,7 @@ export async function startAgent(options: StartOptions = {}): Promise<AgentProce
       running.delete(agent)
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
       await exited
+      closeClient()
       if (options.keepDataDir !== true && options.dataDir === undefined) await rm(dataDir, { recursive: true, force: true })
     },
   }

@@ -12,7 +12,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
-import { freePort } from '../../cluster/lib.js'
+import { fetchTarget, freePort } from '../../cluster/lib.js'
+import { WardenClient } from '../../src/api/index.js'
 
 export const CLUSTER_KEY = 'upgrade-test-cluster-key-0123456789abcdef'
 export const MANAGEMENT_TOKEN = '7d0c5b1e-3a2f-4c6d-9e8f-1a2b3c4d5e6f'
@@ -47,6 +48,8 @@ export class UpgradeNode {
   downSince: number | undefined = 0
   /** Closed periods this node was down (from SIGTERM or SIGKILL until ready again), in Date.now() milliseconds. */
   readonly downtimes: Array<{ from: number; to: number }> = []
+  /** The API client for this node's HTTP address (kept across restarts); closed once a run has exited. */
+  private client: WardenClient | undefined
 
   constructor(
     readonly name: string,
@@ -138,6 +141,7 @@ export class UpgradeNode {
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
     const code = (await this.exited) ?? null
     clearTimeout(timer)
+    this.closeClient()
     this.child = undefined
     this.release = undefined
     return code
@@ -149,28 +153,29 @@ export class UpgradeNode {
     this.downSince ??= Date.now()
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     await this.exited
+    this.closeClient()
     this.child = undefined
     this.release = undefined
   }
 
-  /** A request with the management token (unless `token` says otherwise), given up after `timeoutMs`. */
+  /**
+   * A request with the management token (unless `token` says otherwise), given up after `timeoutMs`. Rejects only
+   * when no answer came (a ConnectionError from src/api).
+   */
   async request(method: string, path: string, options: { body?: unknown; token?: string; timeoutMs?: number } = {}): Promise<Answer> {
-    const headers: Record<string, string> = { 'X-Service-Token': options.token ?? MANAGEMENT_TOKEN }
-    if (options.body !== undefined) headers['Content-Type'] = 'application/json'
-    const response = await fetch(`http://${this.httpAddress}${path}`, {
-      method,
-      headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      signal: AbortSignal.timeout(options.timeoutMs ?? 20_000),
+    // Unbounded sockets, as fetch had.
+    this.client ??= new WardenClient({ address: this.httpAddress, maxSockets: Infinity })
+    const answer = await this.client.request(method, fetchTarget(`http://${this.httpAddress}`, path), {
+      token: options.token ?? MANAGEMENT_TOKEN,
+      ...(options.body === undefined ? {} : { body: options.body }),
+      timeoutMs: options.timeoutMs ?? 20_000,
     })
-    const text = await response.text()
-    let body: unknown
-    try {
-      body = text === '' ? undefined : JSON.parse(text)
-    } catch {
-      body = undefined
-    }
-    return { status: response.status, body, text }
+    return { status: answer.status, body: answer.body, text: answer.text }
+  }
+
+  private closeClient(): void {
+    this.client?.close()
+    this.client = undefined
   }
 }
 
