@@ -1,50 +1,59 @@
 /**
- * One HTTP request of the chaos workload: bounded by a timeout, and telling apart the failures that prove the request
- * never reached a server (connection refused: safe to count as not applied) from those that do not (a timeout, a reset
- * connection: the write may have been applied).
+ * One HTTP request of the chaos workload, through the API client (src/api): bounded by a timeout, and telling apart
+ * the failures that prove the request never reached a server (connection refused: safe to count as not applied)
+ * from those that do not (a timeout, a reset connection: the write may have been applied). That is the client's
+ * ConnectionError.reached: 'no' only while no connection was up, so nothing of the request can have been sent.
  */
+import { Client, ConnectionError } from '../../src/api/index.js'
 
 export type Answer =
   | { kind: 'response'; status: number; body: unknown; text: string }
   | { kind: 'error'; reached: 'no' | 'maybe'; error: string }
 
+/** API clients by node address: a node comes back on its ports after a restart, so one client serves all its lives. */
+export class Clients {
+  private readonly byAddress = new Map<string, Client>()
+
+  constructor(private readonly token: string) {}
+
+  for(address: string): Client {
+    let client = this.byAddress.get(address)
+    if (client === undefined) {
+      // Unbounded sockets (as fetch was): every workload client may have a request in flight on the same node.
+      client = new Client({ address, token: this.token, maxSockets: Infinity })
+      this.byAddress.set(address, client)
+    }
+    return client
+  }
+
+  close(): void {
+    for (const client of this.byAddress.values()) client.close()
+    this.byAddress.clear()
+  }
+}
+
 export async function request(
-  address: string,
+  client: Client,
   method: string,
   path: string,
-  options: { token: string; body?: unknown; timeoutMs: number; signal?: AbortSignal },
+  options: { body?: unknown; timeoutMs: number; signal?: AbortSignal },
 ): Promise<Answer> {
-  const headers: Record<string, string> = { 'X-Service-Token': options.token }
-  let body: string | undefined
-  if (options.body !== undefined) {
-    body = JSON.stringify(options.body)
-    headers['Content-Type'] = 'application/json'
-  }
-  const signals = [AbortSignal.timeout(options.timeoutMs), ...(options.signal === undefined ? [] : [options.signal])]
   try {
-    const response = await fetch(`http://${address}${path}`, { method, headers, body, signal: AbortSignal.any(signals) })
-    const text = await response.text()
-    let parsed: unknown
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text)
-    } catch {
-      parsed = undefined // Not JSON: the caller has `text`.
-    }
-    return { kind: 'response', status: response.status, body: parsed, text }
+    const answer = await client.request(method, path, {
+      ...(options.body === undefined ? {} : { body: options.body }),
+      timeoutMs: options.timeoutMs,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    })
+    return { kind: 'response', status: answer.status, body: answer.body, text: answer.text }
   } catch (error) {
-    return { kind: 'error', reached: neverReached(error) ? 'no' : 'maybe', error: describe(error) }
+    if (!(error instanceof ConnectionError)) throw error // A bug here (a bad address), not a fault of the run.
+    return { kind: 'error', reached: error.reached, error: describe(error) }
   }
 }
 
-/** Connection refused: nothing listened, so nothing was sent. Everything else may have been sent. */
-function neverReached(error: unknown): boolean {
-  const cause = (error as { cause?: { code?: string } } | undefined)?.cause
-  return cause?.code === 'ECONNREFUSED'
-}
-
-function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error)
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause
-  if (error.name === 'TimeoutError' || error.name === 'AbortError') return error.name
-  return cause?.code ?? cause?.message ?? error.message
+/** The name the history records: the system error code, or TimeoutError / AbortError as the workload wrote them before. */
+function describe(error: ConnectionError): string {
+  if (error.reason === 'timeout') return 'TimeoutError'
+  if (error.reason === 'aborted') return 'AbortError'
+  return error.reason
 }

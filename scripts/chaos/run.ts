@@ -137,12 +137,27 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
 }
 
 async function exercise(cluster: LocalCluster, options: ChaosOptions, settings: { nodes: number; clients: number; log: (line: string) => void }, result: ChaosResult): Promise<void> {
-  const { log } = settings
   const state = cluster.state()
   const addresses = Object.fromEntries(Object.entries(state.nodes).map(([name, node]) => [name, node.httpAddress]))
   const configNames = Array.from({ length: options.configKeys ?? 6 }, (_, index) => `chaos-${index}`)
   const workload = new Workload({ addresses, token: state.managementToken, configNames, requestTimeoutMs: options.requestTimeoutMs ?? 6_000 })
   result.history = workload.history
+  try {
+    await exerciseWith(cluster, workload, options, settings, result)
+  } finally {
+    workload.close()
+  }
+}
+
+async function exerciseWith(
+  cluster: LocalCluster,
+  workload: Workload,
+  options: ChaosOptions,
+  settings: { nodes: number; clients: number; log: (line: string) => void },
+  result: ChaosResult,
+): Promise<void> {
+  const { log } = settings
+  const { addresses, configNames } = workload.options
   const rng = new SeededRng(options.seed)
   const nemesisRng = rng.fork()
   const clientRngs = Array.from({ length: settings.clients }, () => rng.fork())

@@ -12,7 +12,7 @@
  */
 import type { SeededRng } from '../../src/lib/rng.js'
 import { READ_MODES, writeOutcome, type OperationKind, type Outcome, type ReadMode, type RecordedOperation } from './history.js'
-import { request, type Answer } from './http.js'
+import { Clients, request, type Answer } from './http.js'
 
 export const CONFIG_KIND = 'service-defaults'
 
@@ -35,8 +35,16 @@ export class Workload {
   readonly attemptedPolicies = new Set<string>()
   readonly attemptedTokens = new Set<string>()
   private readonly origin = performance.now()
+  private readonly clients: Clients
 
-  constructor(readonly options: WorkloadOptions) {}
+  constructor(readonly options: WorkloadOptions) {
+    this.clients = new Clients(options.token)
+  }
+
+  /** Closes the API clients' connections; the run calls it when it is done with the nodes. */
+  close(): void {
+    this.clients.close()
+  }
 
   now(): number {
     return performance.now() - this.origin
@@ -56,9 +64,9 @@ export class Workload {
   async send(node: string, method: string, path: string, body: unknown, signal?: AbortSignal): Promise<{ answer: Answer; start: number; end: number }> {
     const address = this.options.addresses[node]
     if (address === undefined) throw new Error(`no node ${node}`)
+    const client = this.clients.for(address)
     const start = this.now()
-    const answer = await request(address, method, path, {
-      token: this.options.token,
+    const answer = await request(client, method, path, {
       body,
       timeoutMs: this.options.requestTimeoutMs,
       ...(signal === undefined ? {} : { signal }),
