@@ -40,7 +40,8 @@ export function installCompletion(io: CliIo, binary: string, install: boolean): 
       .filter((line, at, lines) => !line.startsWith(MARKER) && !(lines[at - 1]?.startsWith(MARKER) ?? false) && !/complete .*-C .* warden$/.test(line))
       .join('\n')
     const block = install ? `${MARKER}\n${completionScript(shell, binary)!.trimEnd().split('\n').join(` ${MARKER}\n`)}\n` : ''
-    writeFileSync(path, `${kept.replace(/\n*$/, '\n')}${block}`)
+    // The operator's lines stay as they were, blank ones at the end included; only a missing last newline is added.
+    writeFileSync(path, `${kept === '' || kept.endsWith('\n') ? kept : `${kept}\n`}${block}`)
     io.stdout(`${install ? 'Installed' : 'Removed'} completion in ${path}\n`)
     touched += 1
   }
