@@ -149,7 +149,9 @@ function allFlags(command: Command): FlagSpecs {
 const HELP_WORDS = new Set(['-h', '-help', '--help', '--h'])
 
 export async function runCommand(command: Command, argv: readonly string[], io: CliIo): Promise<number> {
-  if (argv.some((word) => HELP_WORDS.has(word))) {
+  // Help is asked for before `--`; after it, `-help` is an argument like any other (as in Consul's CLI library).
+  const end = argv.indexOf('--')
+  if ((end === -1 ? argv : argv.slice(0, end)).some((word) => HELP_WORDS.has(word))) {
     io.stdout(`${commandHelp(command)}\n`)
     return 0
   }

@@ -29,7 +29,7 @@ export const IDENTITY_FLAGS: FlagSpecs = {
 export function serviceIdentities(values: string[]): ServiceIdentity[] {
   return values.map((value) => {
     const [name, datacenters] = splitOnce(value, ':')
-    if (name === '') throw new UsageError(`Service identity "${value}" must be of the form SERVICENAME or SERVICENAME:DC1,DC2`)
+    if (name === '' || (datacenters ?? '').includes(':')) throw new UsageError(`Service identity "${value}" must be of the form SERVICENAME or SERVICENAME:DC1,DC2`)
     const list = datacenters === undefined ? [] : datacenters.split(',').map((item) => item.trim()).filter((item) => item !== '')
     return list.length === 0 ? { ServiceName: name } : { ServiceName: name, Datacenters: list }
   })
@@ -38,7 +38,7 @@ export function serviceIdentities(values: string[]): ServiceIdentity[] {
 export function nodeIdentities(values: string[]): NodeIdentity[] {
   return values.map((value) => {
     const [name, datacenter] = splitOnce(value, ':')
-    if (name === '' || datacenter === undefined || datacenter === '') throw new UsageError(`Node identity "${value}" must be of the form NODENAME:DATACENTER`)
+    if (name === '' || datacenter === undefined || datacenter === '' || datacenter.includes(':')) throw new UsageError(`Node identity "${value}" must be of the form NODENAME:DATACENTER`)
     return { NodeName: name, Datacenter: datacenter }
   })
 }
@@ -68,7 +68,9 @@ function splitOnce(value: string, separator: string): [string, string | undefine
 /** Resolves an ID given as a unique prefix among `ids()` (Consul's GetTokenAccessorIDFromPartial and kin). */
 export async function fullId(kind: string, given: string, ids: () => Promise<string[]>): Promise<string> {
   if (UUID_PATTERN.test(given)) return given
+  // Consul's two names that stand for built-in IDs.
   if (given === 'anonymous' && kind === 'token') return '00000000-0000-0000-0000-000000000002'
+  if (given === 'global-management' && kind === 'policy') return '00000000-0000-0000-0000-000000000001'
   const matches = (await ids()).filter((id) => id.startsWith(given.toLowerCase()))
   if (matches.length === 1) return matches[0]!
   throw new CommandError(matches.length === 0 ? `No such ${kind} ID with prefix: ${given}` : `Multiple ${kind} IDs found with prefix: ${given}`)

@@ -2,7 +2,7 @@
 import type { Token, TokenWrite } from '../../api/index.js'
 import { UsageError } from '../argv.js'
 import type { Command, CommandContext } from '../command.js'
-import { byCreation, formatToken, formatTokenList } from '../format.js'
+import { byCreation, formatRole, formatToken, formatTokenList } from '../format.js'
 import {
   appendLinks,
   fullId,
@@ -107,19 +107,22 @@ export const tokenRead: Command = {
   },
 }
 
+/**
+ * `-expanded`: the token, then what it resolves to in this datacenter (each policy with its rules, each role with
+ * its links) and the agent's defaults that decide what no rule covers. Consul prints its authorizer layers instead.
+ */
 function formatExpanded(token: Token, meta: boolean): string {
   let text = formatToken(token, meta)
   const policies = token.ExpandedPolicies ?? []
   if (policies.length > 0) {
     text += '\n=== Policies\n'
-    for (const policy of policies) text += `ID:           ${policy.ID}\nName:         ${policy.Name}\nRules:\n${policy.Rules ?? ''}\n\n`
+    text += policies.map((policy) => `ID:           ${policy.ID}\nName:         ${policy.Name}\nRules:\n${(policy.Rules ?? '').trimEnd()}\n`).join('\n')
   }
   const roles = token.ExpandedRoles ?? []
-  if (roles.length > 0) {
-    text += '=== Roles\n'
-    for (const role of roles) text += `ID:           ${role.ID}\nName:         ${role.Name}\n\n`
+  if (roles.length > 0) text += `\n=== Roles\n${roles.map((role) => formatRole(role, false)).join('\n')}`
+  if (token.AgentACLDefaultPolicy !== undefined) {
+    text += `\n=== Agent defaults (from ${token.ResolvedByAgent ?? 'the agent'})\nDefault Policy:   ${token.AgentACLDefaultPolicy}\nDown Policy:      ${token.AgentACLDownPolicy ?? ''}\n`
   }
-  if (token.AgentACLDefaultPolicy !== undefined) text += `=== End of Authorizer Layer 0: Token\n=== Start of Authorizer Layer 1: Token Namespace’s Defaults (Inherited)\n=== End of Authorizer Layer 1\n=== Start of Authorizer Layer 2: Agent Configuration Defaults (Inherited)\nDescription: Defined at request-time by the agent that resolves the ACL token; other agents may have different configuration defaults\nResolved By Agent: "${token.ResolvedByAgent ?? ''}"\n\nDefault Policy: ${token.AgentACLDefaultPolicy}\n    Description: Backstop rule used if no preceding layer has a matching rule (refer to default_policy option in agent configuration)\n\nDown Policy: ${token.AgentACLDownPolicy ?? ''}\n    Description: Defines what to do if this Token's information cannot be read from the primary_datacenter (refer to down_policy option in agent configuration)\n`
   return text
 }
 
