@@ -19,6 +19,8 @@ import { statusRoutes } from './routes/status.js'
 import { configRoutes } from './routes/config.js'
 import { linkRoutes } from './routes/link.js'
 import { operatorRoutes } from './routes/operator.js'
+import { catalogRoutes } from './routes/catalog.js'
+import { aclReplicationRoutes } from './routes/acl-replication.js'
 
 /**
  * A write is authorized (its token resolved, its auth method and rules read) from this node's state, and that state
@@ -50,6 +52,8 @@ export function createApp(services: AppServices): Koa {
   configRoutes(router)
   linkRoutes(router)
   operatorRoutes(router)
+  catalogRoutes(router)
+  aclReplicationRoutes(router)
 
   // What Koa could not answer (a client that hung up or broke the protocol mid-body, a socket that failed while the
   // answer was written) reaches this listener; without one Koa prints each stack to stderr, outside the JSON log.

@@ -91,6 +91,14 @@ export class Membership {
     if (advertised !== undefined) this.advertised.set(peer, advertised)
   }
 
+  /**
+   * Whether this node's peer link to `peer` is open now. Asked of the links rather than tracked from onPeerState:
+   * the transport dials the --peer servers before the replica starts listening to its events.
+   */
+  linkOpen(peer: string): boolean {
+    return this.replica.links.advertisedAddress(peer) !== undefined
+  }
+
   addressOf(node: string): string {
     if (node === this.replica.nodeName) return this.addresses.get(node) ?? ''
     return this.advertised.get(node) ?? this.addresses.get(node) ?? ''

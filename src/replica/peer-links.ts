@@ -16,6 +16,9 @@ export interface PeerLinks {
   onPeerState(handler: (peer: string, connected: boolean) => void): void
   /** The servers to keep links to (name → address to dial); links to others are closed. */
   setPeers(peers: Map<string, string>): void
-  /** The address `peer` advertised in its handshake while connected (it may differ from the one dialed: proxies). */
+  /**
+   * The address `peer` advertised in its handshake while connected (it may differ from the one dialed: proxies);
+   * undefined while no link to it is open (Membership.linkOpen relies on this).
+   */
   advertisedAddress(peer: string): string | undefined
 }

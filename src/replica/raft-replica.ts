@@ -80,6 +80,8 @@ export class RaftReplica {
   /** Randomness for the driver's own choices (which peer to ask), from the environment's seed. */
   private readonly rng: SeededRng
   private readonly tickMs: number
+  /** The core's election timeout in ticks: also the window in which the leader counts a member as heard from. */
+  private readonly electionTimeoutTicks: number
   private readonly transfer: SnapshotTransfer
   private ticker: Timer | undefined
   private processing = false
@@ -110,6 +112,7 @@ export class RaftReplica {
     this.links = options.links
     // Ticks are half a heartbeat: heartbeats go out every two ticks, and timeouts are measured to a tick.
     this.tickMs = Math.max(5, Math.floor(options.heartbeatIntervalMs / 2))
+    this.electionTimeoutTicks = Math.max(3, Math.round(options.electionTimeoutMs / this.tickMs))
     this.leaderWaitMs = options.leaderWaitMs ?? 7_000
     this.applyWaitMs = options.applyWaitMs ?? 10_000
     this.writes = new EntryWaiters(options.environment, WAITING_MAX)
@@ -121,7 +124,7 @@ export class RaftReplica {
         id: options.nodeName,
         voters: options.membership.voters,
         voteFromIndex: options.membership.voteFromIndex,
-        electionTimeoutTicks: Math.max(3, Math.round(options.electionTimeoutMs / this.tickMs)),
+        electionTimeoutTicks: this.electionTimeoutTicks,
         heartbeatIntervalTicks: 2,
         preVote: true,
         checkQuorum: true,
@@ -511,6 +514,79 @@ export class RaftReplica {
   onLeadership(listener: () => void): void {
     this.leadershipListeners.add(listener)
     if (this.role === 'leader') this.environment.defer(listener)
+  }
+
+  /**
+   * Hands leadership to `target`, or when none is named to the voter the leader would pick (heard from lately, the
+   * furthest log first), and resolves with the new leader's name once this node knows it (Thesis §3.10: the core
+   * brings the target's log up to date, then sends it TimeoutNow). This node must lead. A target that is not a voter is
+   * an invalid_input naming `id`; a transfer not done within `waitMs` is outcome_unknown, since the target may still
+   * win the election TimeoutNow started. Naming this node itself is answered at once: it leads already.
+   */
+  async transferLeadership(target: string | undefined, waitMs = this.leaderWaitMs): Promise<string> {
+    this.checkRunning()
+    if (this.role !== 'leader') throw new WardenError('no_leader', 'this node is no longer the leader; retry')
+    const to = target ?? this.pickSuccessor()
+    if (to === this.nodeName) return to
+    const { configuration } = this.core.status({ progress: false })
+    if (configuration.learners.includes(to)) throw new WardenError('invalid_input', `id: ${to} is a non-voter; only a voter can become the leader`, 'id')
+    if (!configuration.voters.includes(to)) throw new WardenError('invalid_input', `id: ${to} is not a server of this cluster`, 'id')
+    const started = this.core.transferLeadership(to)
+    if (!started.ok) {
+      throw started.error === 'not_leader'
+        ? new WardenError('no_leader', 'this node is no longer the leader; retry')
+        : new WardenError('invalid_input', `id: cannot hand leadership to ${to}: ${started.message}`, 'id')
+    }
+    this.kick()
+    this.log.info({ to }, 'transferring leadership')
+    if (await this.leaderKnownAs(to, waitMs)) return to
+    this.checkRunning()
+    const now = this.leaderId === null ? 'no leader is known' : `the leader is ${this.leaderId}`
+    throw new WardenError('outcome_unknown', `the leadership transfer to ${to} did not complete within ${waitMs} ms (${now}); it may still complete: check /v1/status/leader`)
+  }
+
+  /** The voter a transfer without a named target goes to: heard from within an election timeout, furthest log first. */
+  private pickSuccessor(): string {
+    const status = this.core.status()
+    const candidates = status.configuration.voters
+      .filter((id) => id !== this.nodeName)
+      .map((id) => {
+        const progress = status.progress?.[id]
+        const heard = progress !== undefined && status.tick - progress.lastResponseTick < this.electionTimeoutTicks
+        return { id, heard, matchIndex: progress?.matchIndex ?? 0 }
+      })
+      .sort((a, b) => Number(b.heard) - Number(a.heard) || b.matchIndex - a.matchIndex || a.id.localeCompare(b.id))
+    const chosen = candidates[0]
+    if (chosen === undefined) throw new WardenError('invalid_input', 'id: this cluster has no other voter to hand leadership to', 'id')
+    return chosen.id
+  }
+
+  /** Resolves true once this node knows `node` as the leader, false if it does not within `waitMs` (or it stops). */
+  async leaderKnownAs(node: string, waitMs: number): Promise<boolean> {
+    const deadline = this.environment.now() + waitMs
+    for (;;) {
+      if (this.leaderId === node && (node === this.nodeName) === (this.role === 'leader')) return true
+      if (this.isStopped || this.environment.now() >= deadline) return false
+      await this.pause(10)
+    }
+  }
+
+  /**
+   * Whether this node counts `node` as alive, from what it sees itself (GET /v1/operator/servers); no request leaves
+   * for it, so a node cut off from the others answers too. This node itself is alive. Another member is alive while
+   * this node's peer link to it is open (the transport closes a link that stayed silent for three keepalive
+   * intervals, so a stopped, hung or cut-off server turns failed within seconds), and, on the leader, while it also
+   * had a Raft answer from it within an election timeout, the window in which CheckQuorum counts it (Thesis §6.2).
+   * Both, because the core starts each member's clock as heard-from when it adds it or becomes leader: a member that
+   * never answered would otherwise look alive for an election timeout.
+   */
+  memberAlive(node: string): boolean {
+    if (node === this.nodeName) return true
+    if (!this.membershipChanges.linkOpen(node)) return false
+    if (this.role !== 'leader') return true
+    const status = this.core.status()
+    const progress = status.progress?.[node]
+    return progress !== undefined && status.tick - progress.lastResponseTick < this.electionTimeoutTicks
   }
 
   /** Hands leadership to another voter before stopping (Thesis §3.10), so clients see no election timeout. */

@@ -1,7 +1,7 @@
 /**
  * The cluster as the HTTP layer sees it (Cluster), over this node's Raft replica: writes proposed here when this node
  * leads and forwarded to the leader otherwise; read barriers (lease, ReadIndex); joins and removals routed to the
- * leader. On the leader it also serves what followers forward.
+ * leader (leadership transfers too). On the leader it also serves what followers forward.
  *
  * Outcomes are reported honestly: applied with its result; `no_leader` when the write was not applied (safe to retry:
  * within raft.leader_wait it is retried here first, so a failover does not surface as errors); `outcome_unknown` when
@@ -20,7 +20,7 @@ import type { RaftReplica } from '../replica/raft-replica.js'
 import type { ApplyResult, Command } from '../state/commands.js'
 import { encodeCommand } from '../state/store.js'
 import { TransportError } from '../transport/index.js'
-import type { Cluster, RaftState } from './cluster.js'
+import type { Cluster, RaftState, ServerView } from './cluster.js'
 import {
   commandBytes,
   FORWARD_BATCH_BYTES_MAX,
@@ -37,6 +37,9 @@ import {
  * dead leader only after an election timeout, so trying at once would only fail again.
  */
 const RETRY_PAUSE_MS = 50
+
+/** Beyond the leader's own wait for a leadership transfer, how long a follower that forwarded it waits for the answer. */
+const TRANSFER_ANSWER_SLACK_MS = 2_000
 
 export class ClusterNode implements Cluster {
   /** Forwarded commands waiting for the end of this turn of the event loop, when they leave in one request. */
@@ -66,6 +69,11 @@ export class ClusterNode implements Cluster {
       this.mustLead()
       await this.replica.membershipChanges.removeAsLeader(String(request['node']))
       return { ok: true }
+    })
+    replica.handleRequests('transfer-leader', async (_from, request) => {
+      this.mustLead()
+      const id = typeof request['id'] === 'string' ? request['id'] : undefined
+      return { leader: await this.replica.transferLeadership(id, this.replica.leaderWaitMs) }
     })
   }
 
@@ -269,6 +277,30 @@ export class ClusterNode implements Cluster {
     )
   }
 
+  async transferLeadership(id?: string): Promise<string> {
+    if (id !== undefined) {
+      // Checked here too, against this node's view, so that a bad id is refused without a leader or a round trip; the
+      // leader checks again against the configuration it holds.
+      const server = this.membership().servers.find((candidate) => candidate.id === id)
+      if (server === undefined) throw new WardenError('invalid_input', `id: ${id} is not a server of this cluster`, 'id')
+      if (!server.voter) throw new WardenError('invalid_input', `id: ${id} is a non-voter; only a voter can become the leader`, 'id')
+    }
+    const waitMs = this.replica.leaderWaitMs
+    const leader = await this.onLeader(
+      () => this.replica.transferLeadership(id, waitMs),
+      async (current) => {
+        // The leader answers once the transfer is done or its own wait ran out: give the answer time to come back.
+        const answer = (await this.requestLeader(current, { kind: 'transfer-leader', ...(id === undefined ? {} : { id }) }, waitMs + TRANSFER_ANSWER_SLACK_MS)) as { leader?: unknown } | undefined
+        if (typeof answer?.leader !== 'string') throw new WardenError('outcome_unknown', `the leader ${current} answered the transfer in a form this node does not know; check /v1/status/leader`)
+        return answer.leader
+      },
+    )
+    // A follower hears of the new leader with its first heartbeat: wait for it (bounded), so that what this node
+    // answers next (/v1/status/leader, a write it forwards) already knows. The transfer is done either way.
+    if (!this.replica.isLeader()) await this.replica.leaderKnownAs(leader, waitMs)
+    return leader
+  }
+
   /** Runs `local` on the leader, or `forward` to the leader from a follower, waiting a while for a leader to exist. */
   private async onLeader<T>(local: () => Promise<T>, forward: (leader: string) => Promise<T>): Promise<T> {
     this.replica.checkRunning()
@@ -281,9 +313,9 @@ export class ClusterNode implements Cluster {
     }
   }
 
-  private async requestLeader(leader: string, request: Record<string, unknown>): Promise<unknown> {
+  private async requestLeader(leader: string, request: Record<string, unknown>, timeoutMs = this.replica.applyWaitMs): Promise<unknown> {
     try {
-      return await this.replica.links.request(leader, request, this.replica.applyWaitMs)
+      return await this.replica.links.request(leader, request, timeoutMs)
     } catch (error) {
       if (error instanceof TransportError) throw new WardenError(error.delivered === 'no' ? 'no_leader' : 'outcome_unknown', `the leader ${leader} did not answer: ${error.message}`)
       throw error
@@ -311,6 +343,11 @@ export class ClusterNode implements Cluster {
 
   membership(): { index: number; servers: Array<{ id: string; address: string; voter: boolean }> } {
     return this.replica.membershipChanges.membership()
+  }
+
+  servers(): ServerView[] {
+    const leader = this.replica.leader
+    return this.membership().servers.map((server) => ({ ...server, leader: server.id === leader, alive: this.replica.memberAlive(server.id) }))
   }
 
   raftState(): RaftState {

@@ -20,6 +20,18 @@ export interface RaftState {
   forwardedRequests: number
 }
 
+/** A server of the configuration as this node sees it now (GET /v1/operator/servers). */
+export interface ServerView {
+  id: string
+  /** Its cluster address, "" when this node does not know it. */
+  address: string
+  voter: boolean
+  /** Whether it is the leader this node knows of. */
+  leader: boolean
+  /** Whether this node counts it as alive (RaftReplica.memberAlive says how). */
+  alive: boolean
+}
+
 export interface Cluster {
   /**
    * Resolves after the command is committed and applied on this node, with the apply result. Rejects with a
@@ -51,4 +63,12 @@ export interface Cluster {
   join(request: JoinRequest): Promise<{ members: Record<string, string>; voteFromIndex: number }>
   /** Removes a server from the configuration (through the log). Rejects with a WardenError. */
   removeServer(which: { id?: string; address?: string }): Promise<void>
+  /** The servers of the configuration as this node sees them now, without asking any other node. */
+  servers(): ServerView[]
+  /**
+   * Hands leadership to the voter `id`, or to one the leader picks (Thesis §3.10), on the leader or forwarded to it,
+   * and resolves with the new leader's name once the transfer is done. Rejects with invalid_input naming `id` (not a
+   * server, a non-voter, no other voter), no_leader, or outcome_unknown when it did not complete in time.
+   */
+  transferLeadership(id?: string): Promise<string>
 }

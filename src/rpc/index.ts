@@ -2,5 +2,5 @@
  * The HTTP layer and the controllers reach the cluster only through this module: writes and reads go through
  * ClusterNode, which forwards to the Raft leader what only the leader can do.
  */
-export type { Cluster, RaftState } from './cluster.js'
+export type { Cluster, RaftState, ServerView } from './cluster.js'
 export { ClusterNode } from './cluster-node.js'

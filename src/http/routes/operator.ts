@@ -1,5 +1,6 @@
 /**
- * Operator endpoints for the Raft configuration: who the servers are, and removing one. Reads need operator:read,
+ * Operator endpoints for the Raft configuration: who the servers are, removing one, handing leadership to another
+ * (Consul 1.15+'s transfer-leader), and this datacenter's servers as `members` shows them. Reads need operator:read,
  * changes operator:write.
  */
 import Router from '@koa/router'
@@ -36,6 +37,43 @@ async function removePeer(ctx: ApiContext): Promise<void> {
   }
   await ctx.state.app.cluster.removeServer({ ...(id ? { id } : {}), ...(address ? { address } : {}) })
   ctx.body = true
+}
+
+/**
+ * Consul 1.15+'s `POST /v1/operator/raft/transfer-leader?id=NODE`: hands leadership to the voter named, or without `id`
+ * to a caught-up voter the leader picks, and answers `{"Success": true}` once the transfer is done and the new leader
+ * known. Sent to a follower, it is forwarded to the leader. A bad id is a 400 naming `id`; a transfer that did not
+ * complete in time a 504 (it may still complete).
+ */
+async function transferLeader(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'operator', 'write')
+  const id = queryParam(ctx, 'id')
+  await ctx.state.app.cluster.transferLeadership(id === undefined || id === '' ? undefined : id)
+  ctx.body = { Success: true }
+}
+
+/**
+ * The servers of this datacenter, sorted by name: `{Name, Datacenter, Address, Role, Voter, Status}`, Address being
+ * the cluster address and Role `leader`, `follower` or `non-voter`. Answered from this node's own view, without asking
+ * the leader, so that a node cut off from the others still says what it sees (as `consul members` shows the local
+ * agent's view): Status is `alive` or `failed` by RaftReplica.memberAlive (the leader: a Raft answer within an election
+ * timeout; other nodes: an open peer link). Datacenter is kept per server: federated datacenters' servers join the
+ * list later.
+ */
+async function servers(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'operator', 'read')
+  const { cluster, settings } = ctx.state.app
+  ctx.body = cluster
+    .servers()
+    .map((server) => ({
+      Name: server.id,
+      Datacenter: settings.datacenter,
+      Address: server.address,
+      Role: server.leader ? 'leader' : server.voter ? 'follower' : 'non-voter',
+      Voter: server.voter,
+      Status: server.alive ? 'alive' : 'failed',
+    }))
+    .sort((a, b) => (a.Name < b.Name ? -1 : a.Name > b.Name ? 1 : 0))
 }
 
 /** This node's Raft state: role, term, leader, commit and applied index, last contact with the leader. */
@@ -89,4 +127,6 @@ export function operatorRoutes(router: Router): void {
   router.get('/v1/operator/raft/state', (ctx) => raftState(ctx as ApiContext))
   router.get('/v1/operator/raft/configuration', (ctx) => configuration(ctx as ApiContext))
   router.delete('/v1/operator/raft/peer', (ctx) => removePeer(ctx as ApiContext))
+  router.post('/v1/operator/raft/transfer-leader', (ctx) => transferLeader(ctx as ApiContext))
+  router.get('/v1/operator/servers', (ctx) => servers(ctx as ApiContext))
 }
