@@ -227,8 +227,12 @@ export function withQuery(path: string, query: Record<string, QueryValue>): stri
 
 /** An answer whose body is parsed on first read (and once). */
 function answerOf<T>(status: number, headers: IncomingHttpHeaders, text: string): Answer<T> {
+  const meta = metaOf(headers)
+  // Nothing to parse (an empty body, or one discarded): a plain object, since a getter costs microseconds per answer
+  // and the blocking-query driver takes answers by the ten thousand.
+  if (text === '') return { status, headers, body: undefined as T, text, meta }
   let parsed: { value: T } | undefined
-  const answer = { status, headers, text, meta: metaOf(headers) }
+  const answer = { status, headers, text, meta }
   return Object.defineProperty(answer, 'body', {
     enumerable: true,
     get: (): T => (parsed ??= { value: parseJson(text) as T }).value,
