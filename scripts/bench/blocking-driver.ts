@@ -1,16 +1,18 @@
 /**
  * The blocking-query driver (workload 5), its own process because it holds 10,000 sockets open (autocannon does not
  * hold requests open): the benchmark starts it under `ulimit -n` raised. It parks N blocking queries
- * (GET /v1/acl/policies?index=<current>&wait=5m) on one node through one keep-alive agent, waits until the node
- * holds them all (its descriptor count covers them and its CPU has gone quiet), records the node's RSS, sends one
- * write, and measures until every query has answered. Prints one JSON line.
+ * (GET /v1/acl/policies?index=<current>&wait=5m) on one node through one API client (src/api) with a keep-alive
+ * socket for each, waits until the node holds them all (its descriptor count covers them and its CPU has gone
+ * quiet), records the node's RSS, sends one write, and measures until every query has answered. The parked queries'
+ * answers are read and dropped (discardBody), so the driver's cost per answer is what it was over bare node:http.
+ * Prints one JSON line.
  *
  *   node --import tsx scripts/bench/blocking-driver.ts '{"address":"127.0.0.1:P","token":"…","count":10000,"pid":123}'
  *
  * With "baseline": true it drives hold-baseline.ts instead: the same parking of GET requests, released by GET /release.
  */
-import { Agent, request as httpRequest } from 'node:http'
-import { httpCall, keepAliveAgent, percentile } from './http-client.js'
+import { Client } from '../../src/api/index.js'
+import { httpCall, keepAliveClients, percentile } from './http-client.js'
 import { openFileCount, readProc, rssMb } from './procfs.js'
 
 interface Spec {
@@ -26,13 +28,12 @@ interface Spec {
 const BATCH = 500
 const SETTLE_TIMEOUT_MS = 120_000
 const RELEASE_TIMEOUT_MS = 120_000
+/** Longer than the server holds a query (wait=5m plus its jitter) and than the driver's own timeouts add up to. */
+const PARKED_TIMEOUT_MS = 10 * 60_000
 
 const specText = process.argv[2]
 if (specText === undefined) throw new Error('usage: blocking-driver.ts SPEC_JSON')
 const spec = JSON.parse(specText) as Spec
-const colon = spec.address.lastIndexOf(':')
-const host = spec.address.slice(0, colon)
-const port = Number(spec.address.slice(colon + 1))
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
@@ -43,25 +44,22 @@ interface Parked {
   answered: Promise<{ status: number; at: number }>
 }
 
-function park(agent: Agent, index: number): Parked {
+/** One parked query: `sent` once the request is written (or failed), `answered` when its answer has ended (-1: none). */
+function park(client: Client, index: number): Parked {
   let markSent: () => void = () => undefined
   const sent = new Promise<void>((resolve) => (markSent = resolve))
-  const answered = new Promise<{ status: number; at: number }>((resolve) => {
-    const request = httpRequest(
-      { agent, host, port, method: 'GET', path: spec.baseline === true ? `/hold?index=${index}` : `/v1/acl/policies?index=${index}&wait=5m`, headers: { 'X-Service-Token': spec.token } },
-      (response) => {
-        response.resume()
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, at: performance.now() }))
-        response.on('error', () => resolve({ status: -1, at: performance.now() }))
+  const path = spec.baseline === true ? `/hold?index=${index}` : `/v1/acl/policies?index=${index}&wait=5m`
+  // A deadline the driver never reaches (the server answers within wait=5m plus its jitter, and the driver gives up
+  // sooner): the driver's own timeouts decide, as they did over bare node:http, which had none.
+  const answered = client
+    .request('GET', path, { token: spec.token, discardBody: true, timeoutMs: PARKED_TIMEOUT_MS, onSent: () => markSent() })
+    .then(
+      (answer) => ({ status: answer.status, at: performance.now() }),
+      () => {
+        markSent()
+        return { status: -1, at: performance.now() }
       },
     )
-    request.on('finish', () => markSent())
-    request.on('error', () => {
-      markSent()
-      resolve({ status: -1, at: performance.now() })
-    })
-    request.end()
-  })
   return { sent, answered }
 }
 
@@ -86,7 +84,7 @@ async function waitUntilParked(baselineFds: number): Promise<void> {
   throw new Error(`the node did not settle with ${spec.count} waiting queries within ${SETTLE_TIMEOUT_MS} ms (descriptors: ${openFileCount(spec.pid) - baselineFds})`)
 }
 
-const control = keepAliveAgent(4)
+const control = keepAliveClients(4)
 let index = 1
 if (spec.baseline !== true) {
   const list = await httpCall(control, spec.address, 'GET', '/v1/acl/policies', { token: spec.token })
@@ -95,11 +93,11 @@ if (spec.baseline !== true) {
 }
 const rssBeforeMb = rssMb(spec.pid)
 const baselineFds = openFileCount(spec.pid)
-const agent = new Agent({ keepAlive: true, maxSockets: spec.count, maxFreeSockets: spec.count })
+const client = new Client({ address: spec.address, maxSockets: spec.count, maxFreeSockets: spec.count })
 const parked: Parked[] = []
 // In batches: 10,000 connects at once overflow the listen backlog, and the retried SYNs would cost seconds.
 for (let start = 0; start < spec.count; start += BATCH) {
-  const batch = Array.from({ length: Math.min(BATCH, spec.count - start) }, () => park(agent, index))
+  const batch = Array.from({ length: Math.min(BATCH, spec.count - start) }, () => park(client, index))
   parked.push(...batch)
   await Promise.all(batch.map((query) => query.sent))
 }
@@ -131,8 +129,8 @@ const finished = answeredList.slice(answeredBeforeWrite)
 const statuses: Record<string, number> = {}
 for (const answer of answeredList) statuses[String(answer.status)] = (statuses[String(answer.status)] ?? 0) + 1
 const delays = finished.map((answer) => answer.at - writeStartedAt)
-agent.destroy()
-control.destroy()
+client.close()
+control.close()
 process.stdout.write(
   `${JSON.stringify({
     queries: spec.count,

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '../../cluster/lib.js'
 import { registerCleanup, signalIfOurs, spawnTracked, stopChild } from './children.js'
-import { httpCall, keepAliveAgent } from './http-client.js'
+import { httpCall, keepAliveClients } from './http-client.js'
 import type { Watched } from './procfs.js'
 
 const READY_MS = 20_000
@@ -42,7 +42,8 @@ export function base64(text: string): string {
 
 export class EtcdCluster {
   readonly label = 'etcd ×3'
-  readonly agent = keepAliveAgent(64)
+  /** 64 keep-alive sockets to each member at most. */
+  readonly clients = keepAliveClients(64)
   private readonly members: Member[]
   private readonly unregister: () => void
 
@@ -95,7 +96,7 @@ export class EtcdCluster {
 
   /** JSON POST to a member's gateway. */
   async post<T>(name: string, path: string, body: unknown, timeoutMs = 10_000): Promise<T> {
-    const answer = await httpCall(this.agent, this.address(name), 'POST', path, { body, timeoutMs })
+    const answer = await httpCall(this.clients, this.address(name), 'POST', path, { body, timeoutMs })
     if (answer.status !== 200) throw new Error(`etcd ${name} ${path}: ${answer.status} ${answer.text.slice(0, 200)}`)
     return JSON.parse(answer.text) as T
   }
@@ -149,7 +150,7 @@ export class EtcdCluster {
 
   async stop(): Promise<void> {
     this.unregister()
-    this.agent.destroy()
+    this.clients.close()
     await Promise.all(
       this.members.map(async (member) => {
         if (member.child !== undefined) await stopChild(member.child, 10_000)
@@ -197,7 +198,7 @@ export class EtcdCluster {
     for (const member of this.members) {
       if (member.child === undefined) continue
       for (;;) {
-        const health = await httpCall(this.agent, member.clientAddress, 'GET', '/health', { timeoutMs: 1_000 }).catch(() => undefined)
+        const health = await httpCall(this.clients, member.clientAddress, 'GET', '/health', { timeoutMs: 1_000 }).catch(() => undefined)
         if (health?.status === 200 && health.text.includes('"true"')) break
         if (member.child === undefined) throw new Error(`etcd ${member.name} exited (log: ${join(this.root, 'logs', `${member.name}.log`)})`)
         if (Date.now() > deadline) throw new Error(`etcd ${member.name} was not healthy within ${READY_MS} ms`)

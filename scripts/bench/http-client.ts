@@ -1,54 +1,66 @@
 /**
- * A small HTTP client over node:http with a keep-alive agent, for the drivers autocannon cannot be (compare-and-set
- * loops that read before they write, failover writers that change target when a node dies, setup that must send
- * distinct bodies). node:http rather than fetch: its agent gives direct control of sockets and of their number.
+ * The benchmark's own HTTP calls, for the drivers autocannon cannot be (compare-and-set loops that read before they
+ * write, failover writers that change target when a node dies, setup that must send distinct bodies), through the API
+ * client (src/api), which also speaks to etcd's JSON gateway for the comparison. A `ClientPool` holds one client per
+ * address: with keep-alive, at most `maxSockets` sockets to each address, all kept open between calls (as the
+ * node:http agent the benchmark used before counted them); without, a connection of its own for every call.
  */
-import { Agent, request as httpRequest } from 'node:http'
+import type { IncomingHttpHeaders } from 'node:http'
+import { Client } from '../../src/api/index.js'
 
 export interface HttpAnswer {
   status: number
-  headers: Record<string, string | string[] | undefined>
+  headers: IncomingHttpHeaders
   text: string
 }
 
-export function keepAliveAgent(maxSockets: number): Agent {
-  return new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets })
+export class ClientPool {
+  private readonly clients = new Map<string, Client>()
+
+  constructor(private readonly connections: { keepAlive: true; maxSockets: number } | { keepAlive: false }) {}
+
+  for(address: string): Client {
+    let client = this.clients.get(address)
+    if (client === undefined) {
+      const { connections } = this
+      client = new Client(connections.keepAlive ? { address, maxSockets: connections.maxSockets, maxFreeSockets: connections.maxSockets } : { address, keepAlive: false })
+      this.clients.set(address, client)
+    }
+    return client
+  }
+
+  close(): void {
+    for (const client of this.clients.values()) client.close()
+    this.clients.clear()
+  }
+}
+
+/** At most `maxSockets` keep-alive sockets to each address. */
+export function keepAliveClients(maxSockets: number): ClientPool {
+  return new ClientPool({ keepAlive: true, maxSockets })
+}
+
+/** A connection of its own for every call, closed after the answer. */
+export function freshConnections(): ClientPool {
+  return new ClientPool({ keepAlive: false })
 }
 
 export interface HttpOptions {
   token?: string
+  /** Sent as JSON; a string is sent as it is (typed JSON). */
   body?: unknown
+  /** The whole call's deadline, 10 s by default (on node:http it was the socket's idle time; the same for these calls, whose answers come in one piece). */
   timeoutMs?: number
 }
 
-/**
- * One request; rejects on a network error or timeout (the caller decides whether that is a failed write). `agent:
- * false` is a connection of its own, closed after the answer.
- */
-export function httpCall(agent: Agent | false, address: string, method: string, path: string, options: HttpOptions = {}): Promise<HttpAnswer> {
-  const colon = address.lastIndexOf(':')
-  const body = options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
-  const headers: Record<string, string | number> = {}
-  if (options.token !== undefined) headers['X-Service-Token'] = options.token
-  if (body !== undefined) {
-    headers['Content-Type'] = 'application/json'
-    headers['Content-Length'] = Buffer.byteLength(body)
-  }
-  return new Promise((resolve, reject) => {
-    const request = httpRequest(
-      { agent, host: address.slice(0, colon), port: Number(address.slice(colon + 1)), method, path, headers, timeout: options.timeoutMs ?? 10_000 },
-      (response) => {
-        let text = ''
-        response.setEncoding('utf8')
-        response.on('data', (chunk: string) => (text += chunk))
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text }))
-        response.on('error', reject)
-      },
-    )
-    request.on('timeout', () => request.destroy(new Error(`${method} ${path}: no answer within ${options.timeoutMs ?? 10_000} ms`)))
-    request.on('error', reject)
-    request.end(body)
+/** One request; rejects on a network error or timeout (a ConnectionError: the caller decides whether that is a failed write). */
+export async function httpCall(clients: ClientPool, address: string, method: string, path: string, options: HttpOptions = {}): Promise<HttpAnswer> {
+  const answer = await clients.for(address).request(method, path, {
+    ...(options.token === undefined ? {} : { token: options.token }),
+    ...(options.body === undefined ? {} : typeof options.body === 'string' ? { raw: options.body } : { body: options.body }),
+    timeoutMs: options.timeoutMs ?? 10_000,
   })
+  return { status: answer.status, headers: answer.headers, text: answer.text }
 }
 
 /** Runs `task(n)` for n in [0, count) with at most `concurrency` at once; stops at the first error. */

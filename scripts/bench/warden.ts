@@ -13,18 +13,18 @@
  * With `profileDir`, every agent runs V8's CPU profiler (cpu-profile-hook.mjs, preloaded through NODE_OPTIONS) and
  * writes CPU.<pid>.cpuprofile there when it stops; `pids-<cluster>.json` there says which pid was which node.
  */
-import type { Agent } from 'node:http'
 import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { LocalCluster, type ClusterState } from '../../cluster/lib.js'
 import { registerCleanup, signalIfOurs } from './children.js'
-import { httpCall, keepAliveAgent, type HttpAnswer, type HttpOptions } from './http-client.js'
+import { httpCall, keepAliveClients, type ClientPool, type HttpAnswer, type HttpOptions } from './http-client.js'
 import type { Watched } from './procfs.js'
 
 export class WardenCluster {
-  readonly agent: Agent = keepAliveAgent(64)
+  /** 64 keep-alive sockets to each node at most. */
+  readonly clients: ClientPool = keepAliveClients(64)
   leader = ''
   followers: string[] = []
   private roles = new Map<string, string>()
@@ -129,7 +129,7 @@ export class WardenCluster {
   }
 
   call(node: string, method: string, path: string, options: Omit<HttpOptions, 'token'> & { token?: string } = {}): Promise<HttpAnswer> {
-    return httpCall(this.agent, this.address(node), method, path, { token: this.token, ...options })
+    return httpCall(this.clients, this.address(node), method, path, { token: this.token, ...options })
   }
 
   /** A call that must answer 200; its JSON body. */
@@ -146,7 +146,7 @@ export class WardenCluster {
 
   async stop(): Promise<void> {
     this.unregister()
-    this.agent.destroy()
+    this.clients.close()
     try {
       await this.cluster.down()
     } finally {

@@ -7,7 +7,7 @@
  * servers).
  */
 import type { BenchContext } from './context.js'
-import { httpCall, keepAliveAgent, percentile } from './http-client.js'
+import { httpCall, keepAliveClients, percentile } from './http-client.js'
 import { UsageMonitor } from './procfs.js'
 import type { WardenCluster } from './warden.js'
 
@@ -18,7 +18,7 @@ export async function wardenCas(ctx: BenchContext, warden: WardenCluster): Promi
   ctx.progress.step(`cas: ${WRITERS} writers, one config entry, ${ctx.plan.casS}s`)
   const node = warden.leader
   const address = warden.address(node)
-  const agent = keepAliveAgent(WRITERS)
+  const clients = keepAliveClients(WRITERS)
   await warden.json(node, 'PUT', '/v1/config', ENTRY)
   let wins = 0
   let losses = 0
@@ -31,14 +31,14 @@ export async function wardenCas(ctx: BenchContext, warden: WardenCluster): Promi
   const writer = async (id: number): Promise<void> => {
     while (performance.now() < deadline) {
       try {
-        const read = await httpCall(agent, address, 'GET', `/v1/config/${ENTRY.Kind}/${ENTRY.Name}`, { token: warden.token })
+        const read = await httpCall(clients, address, 'GET', `/v1/config/${ENTRY.Kind}/${ENTRY.Name}`, { token: warden.token })
         if (read.status !== 200) {
           errors++
           continue
         }
         const cas = (JSON.parse(read.text) as { ModifyIndex: number }).ModifyIndex
         const sentAt = performance.now()
-        const apply = await httpCall(agent, address, 'PUT', `/v1/config?cas=${cas}`, { token: warden.token, body: { ...ENTRY, Meta: { writer: String(id) } } })
+        const apply = await httpCall(clients, address, 'PUT', `/v1/config?cas=${cas}`, { token: warden.token, body: { ...ENTRY, Meta: { writer: String(id) } } })
         applyMs.push(performance.now() - sentAt)
         if (apply.status !== 200) errors++
         else if (apply.text.trim() === 'true') {
@@ -53,7 +53,7 @@ export async function wardenCas(ctx: BenchContext, warden: WardenCluster): Promi
   try {
     await Promise.all(Array.from({ length: WRITERS }, (_, id) => writer(id)))
   } finally {
-    agent.destroy()
+    clients.close()
   }
   const seconds = (performance.now() - startedAt) / 1000
   const processes = monitor.stop()

@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto'
 import { isOurs, signalIfOurs } from './children.js'
 import { sleep, type BenchContext } from './context.js'
 import { base64, type EtcdCluster } from './etcd.js'
-import { httpCall, keepAliveAgent, percentile } from './http-client.js'
+import { freshConnections, httpCall, keepAliveClients, percentile } from './http-client.js'
 import type { FailoverRound, FailoverSummary, System } from './results.js'
 import type { WardenCluster } from './warden.js'
 
@@ -45,9 +45,19 @@ interface FailoverTarget {
   write(node: string, key: string, fresh?: boolean): Promise<boolean>
   /** The keys of `acknowledged` that a linearizable read does not find. */
   missing(acknowledged: string[], leader: string): Promise<number>
+  /** Closes the writers' connections. */
+  close(): void
 }
 
 export async function failoverRounds(ctx: BenchContext, target: FailoverTarget, rounds: number): Promise<void> {
+  try {
+    await runRounds(ctx, target, rounds)
+  } finally {
+    target.close()
+  }
+}
+
+async function runRounds(ctx: BenchContext, target: FailoverTarget, rounds: number): Promise<void> {
   const agentTargets = { list: target.nodes() }
   const acknowledged: string[] = []
   let failed = 0
@@ -133,7 +143,8 @@ export async function failoverRounds(ctx: BenchContext, target: FailoverTarget, 
 }
 
 export function wardenFailoverTarget(warden: WardenCluster): FailoverTarget {
-  const agent = keepAliveAgent(WRITERS * 2)
+  const clients = keepAliveClients(WRITERS * 2)
+  const ownConnections = freshConnections()
   return {
     system: 'warden',
     nodes: () => warden.nodes(),
@@ -158,7 +169,7 @@ export function wardenFailoverTarget(warden: WardenCluster): FailoverTarget {
       return leaderStatus !== undefined && nodeStatus !== undefined && nodeStatus.appliedIndex > 0 && nodeStatus.appliedIndex >= leaderStatus.commitIndex
     },
     write: async (node, key, fresh) => {
-      const answer = await httpCall(fresh === true ? false : agent, warden.address(node), 'PUT', '/v1/acl/token', {
+      const answer = await httpCall(fresh === true ? ownConnections : clients, warden.address(node), 'PUT', '/v1/acl/token', {
         token: warden.token,
         body: { AccessorID: key, Description: 'failover' },
         timeoutMs: 15_000,
@@ -171,11 +182,16 @@ export function wardenFailoverTarget(warden: WardenCluster): FailoverTarget {
       const present = new Set((JSON.parse(list.text) as Array<{ AccessorID: string }>).map((token) => token.AccessorID))
       return acknowledged.filter((key) => !present.has(key)).length
     },
+    close: () => {
+      clients.close()
+      ownConnections.close()
+    },
   }
 }
 
 export function etcdFailoverTarget(etcd: EtcdCluster, valueBytes: number): FailoverTarget {
-  const agent = keepAliveAgent(WRITERS * 2)
+  const clients = keepAliveClients(WRITERS * 2)
+  const ownConnections = freshConnections()
   const value = base64('v'.repeat(valueBytes))
   return {
     system: 'etcd',
@@ -188,7 +204,7 @@ export function etcdFailoverTarget(etcd: EtcdCluster, valueBytes: number): Failo
       return mine.applied >= theirs.applied
     },
     write: async (node, key, fresh) => {
-      const answer = await httpCall(fresh === true ? false : agent, etcd.address(node), 'POST', '/v3/kv/put', { body: { key: base64(`failover/${key}`), value }, timeoutMs: 15_000 })
+      const answer = await httpCall(fresh === true ? ownConnections : clients, etcd.address(node), 'POST', '/v3/kv/put', { body: { key: base64(`failover/${key}`), value }, timeoutMs: 15_000 })
       // The gateway answers errors (no leader, timeouts) as non-200 with an "error" field.
       return answer.status === 200 && !answer.text.includes('"error"')
     },
@@ -201,6 +217,10 @@ export function etcdFailoverTarget(etcd: EtcdCluster, valueBytes: number): Failo
       )
       const present = new Set((range.kvs ?? []).map((kv) => Buffer.from(kv.key, 'base64').toString().slice('failover/'.length)))
       return acknowledged.filter((key) => !present.has(key)).length
+    },
+    close: () => {
+      clients.close()
+      ownConnections.close()
     },
   }
 }
