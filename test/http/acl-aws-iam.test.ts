@@ -173,6 +173,96 @@ describe('login through aws-iam auth methods', function () {
     expect(lastHeaders['x-service-iam-serverid']).to.equal('warden.test')
   })
 
+  /** A 403 whose message names each of `fragments`. */
+  function expectRefused(response: Awaited<ReturnType<typeof login>>, ...fragments: string[]): void {
+    expectError(response, 403, 'permission_denied')
+    for (const fragment of fragments) expect(response.body.Error, response.text).to.include(fragment)
+  }
+
+  describe("Consul's X-Consul-IAM-* names of the headers", () => {
+    /** The server ID under Consul's name, signed as `consul login -type aws-iam` signs it. */
+    const consulServerId = (token: string, value = 'warden.test', extra: Record<string, string[]> = {}) =>
+      signedHeaders(token, { 'X-Consul-IAM-ServerID': [value], ...extra }, ['x-consul-iam-serverid'])
+
+    it('logs in with X-Consul-IAM-ServerID signed, and sends it to STS', async () => {
+      const before = received.length
+      const response = await login('aws', bearerToken({ headers: consulServerId('web-session') }))
+      expect(response.status, response.text).to.equal(200)
+      expect(response.body.ServiceIdentities).to.deep.equal([{ ServiceName: 'web-role' }])
+      expect(received.slice(before)).to.have.length(1)
+      expect(lastHeaders['x-consul-iam-serverid']).to.equal('warden.test')
+    })
+
+    it('refuses X-Consul-IAM-ServerID unsigned or with another value, naming it; with neither name, names both', async () => {
+      const before = received.length
+      const unsigned = signedHeaders('web-session', { 'X-Consul-IAM-ServerID': ['warden.test'] })
+      expectRefused(await login('aws', bearerToken({ headers: unsigned })), 'X-Consul-IAM-ServerID header was not signed')
+      // Signed under the other name does not count: the name read is the name that must be signed.
+      const otherSigned = signedHeaders('web-session', { 'X-Consul-IAM-ServerID': ['warden.test'] }, ['x-service-iam-serverid'])
+      expectRefused(await login('aws', bearerToken({ headers: otherSigned })), 'X-Consul-IAM-ServerID header was not signed')
+      const another = await login('aws', bearerToken({ headers: consulServerId('web-session', 'elsewhere') }))
+      expectRefused(another, "X-Consul-IAM-ServerID is not this auth method's")
+      expect(another.body.Error).to.not.include('elsewhere')
+      expectRefused(await login('aws', bearerToken({ headers: signedHeaders('web-session') })), 'X-Service-IAM-ServerID', 'X-Consul-IAM-ServerID')
+      expect(received.length, 'a refused request reached STS').to.equal(before)
+    })
+
+    it('with both names, X-Service-IAM-ServerID wins, its own signing included', async () => {
+      const both = (service: string, consul: string, signed = ['x-consul-iam-serverid', 'x-service-iam-serverid']) =>
+        bearerToken({ headers: signedHeaders('web-session', { 'X-Service-IAM-ServerID': [service], 'X-Consul-IAM-ServerID': [consul] }, signed) })
+      const right = await login('aws', both('warden.test', 'elsewhere'))
+      expect(right.status, right.text).to.equal(200)
+      expect(right.body.ServiceIdentities).to.deep.equal([{ ServiceName: 'web-role' }])
+      expectRefused(await login('aws', both('elsewhere', 'warden.test')), "X-Service-IAM-ServerID is not this auth method's")
+      // X-Consul's signed and right, X-Service's unsigned: the one read is X-Service's, and it was not signed.
+      expectRefused(await login('aws', both('warden.test', 'warden.test', ['x-consul-iam-serverid'])), 'X-Service-IAM-ServerID header was not signed')
+    })
+
+    /** The embedded iam:GetRole request under `prefix`'s header names (X-Service-IAM or X-Consul-IAM). */
+    const entity = (prefix: string, roleName: string, embedded: Record<string, string[]> = signedHeaders('api-session')) => ({
+      [`${prefix}-GetEntity-Method`]: ['POST'],
+      [`${prefix}-GetEntity-URL`]: ['https://iam.amazonaws.com/'],
+      [`${prefix}-GetEntity-Headers`]: [JSON.stringify(embedded)],
+      [`${prefix}-GetEntity-Body`]: [`Action=GetRole&RoleName=${roleName}&Version=2010-05-08`],
+    })
+
+    it('reads the embedded entity request from the X-Consul-IAM-GetEntity-* headers; with both names, X-Service wins', async () => {
+      const consul = await login('aws-details', bearerToken({ headers: signedHeaders('api-session', entity('X-Consul-IAM', 'api')) }))
+      expect(consul.status, consul.text).to.equal(200)
+      expect(consul.body.ServiceIdentities).to.deep.equal([{ ServiceName: 'svc-payments' }])
+      expectRefused(await login('aws-details', bearerToken({ headers: signedHeaders('api-session', entity('X-Consul-IAM', 'impostor')) })), 'X-Consul-IAM-GetEntity-Body')
+      // X-Service's names the caller's role, X-Consul's another: X-Service's is the one sent.
+      const serviceWins = await login('aws-details', bearerToken({ headers: signedHeaders('api-session', { ...entity('X-Consul-IAM', 'impostor'), ...entity('X-Service-IAM', 'api') }) }))
+      expect(serviceWins.status, serviceWins.text).to.equal(200)
+      const consulLoses = await login('aws-details', bearerToken({ headers: signedHeaders('api-session', { ...entity('X-Consul-IAM', 'api'), ...entity('X-Service-IAM', 'impostor') }) }))
+      expectRefused(consulLoses, "the role in X-Service-IAM-GetEntity-Body is not the caller's")
+      // Each header is read under either name on its own; a refusal names the one it read.
+      const mixed = { ...entity('X-Consul-IAM', 'api'), 'X-Service-IAM-GetEntity-URL': ['https://iam.evil.test/'] }
+      expectRefused(await login('aws-details', bearerToken({ headers: signedHeaders('api-session', mixed) })), 'X-Service-IAM-GetEntity-URL is not')
+      const { 'X-Consul-IAM-GetEntity-Method': _, ...noMethod } = entity('X-Consul-IAM', 'api')
+      expectRefused(await login('aws-details', bearerToken({ headers: signedHeaders('api-session', noMethod) })), 'X-Service-IAM-GetEntity-Method (or X-Consul-IAM-GetEntity-Method)')
+    })
+
+    it("logs in with a request shaped as Consul's client signs it: server ID and entity request under Consul's names", async () => {
+      await put('/v1/acl/auth-method', {
+        Name: 'aws-consul',
+        Type: 'aws-iam',
+        Config: { BoundIAMPrincipalARNs: [`arn:aws:iam::${ACCOUNT}:role/apps/*`], EnableIAMEntityDetails: true, IAMEntityTags: ['team'], ServerIDHeaderValue: 'warden.test', STSEndpoint: aws.url, IAMEndpoint: aws.url },
+      })
+      await put('/v1/acl/binding-rule', { AuthMethod: 'aws-consul', BindType: 'service', BindName: 'svc-${entity_tags.team}', Selector: 'entity_path == "/apps/"' })
+      const request = (embeddedServerId: string) =>
+        bearerToken({ headers: consulServerId('api-session', 'warden.test', entity('X-Consul-IAM', 'api', consulServerId('api-session', embeddedServerId))) })
+      const response = await login('aws-consul', request('warden.test'))
+      expect(response.status, response.text).to.equal(200)
+      expect(response.body.ServiceIdentities).to.deep.equal([{ ServiceName: 'svc-payments' }])
+      expect(lastHeaders['x-consul-iam-serverid'], 'the embedded request went to IAM with its server ID').to.equal('warden.test')
+      // The embedded request's server ID is checked as the outer one's.
+      expectRefused(await login('aws-consul', request('elsewhere')), "X-Consul-IAM-ServerID is not this auth method's")
+      const unsignedEmbedded = consulServerId('api-session', 'warden.test', entity('X-Consul-IAM', 'api', signedHeaders('api-session', { 'X-Consul-IAM-ServerID': ['warden.test'] })))
+      expectRefused(await login('aws-consul', bearerToken({ headers: unsignedEmbedded })), 'X-Consul-IAM-ServerID header was not signed')
+    })
+  })
+
   it('refuses, without asking STS, a request that is not exactly a signed sts:GetCallerIdentity for this cluster', async () => {
     const before = received.length
     const cases: Array<[string, string]> = [

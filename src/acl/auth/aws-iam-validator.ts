@@ -17,7 +17,10 @@
  *   gives the entity's path and tags, and its full ARN (so BoundIAMPrincipalARNs may end in `*`).
  * - The caller's ARN, an assumed role made back into its role's ARN, must be one of BoundIAMPrincipalARNs.
  *
- * Consul names the headers `X-Consul-IAM-*`; warden's header prefix is `X-Service-` (api.md renames them all).
+ * Consul names the headers `X-Consul-IAM-*`; warden's header prefix is `X-Service-` (api.md renames them all). Consul's
+ * names are accepted too, so Consul's clients (`consul login -type aws-iam`, its Go iamauth package) work unchanged:
+ * each header is read under its `X-Service-IAM-*` name when the signed request carries it, else under its
+ * `X-Consul-IAM-*` name, and every check (the ServerID's signing included) applies to the name that was read.
  * Identity: `entity_name`, `entity_id`, `account_id`, and with entity details `entity_path` and `entity_tags.<tag>` for
  * each of IAMEntityTags, selectable and interpolable by those names.
  */
@@ -30,6 +33,15 @@ export const GET_ENTITY_METHOD_HEADER = 'X-Service-IAM-GetEntity-Method'
 export const GET_ENTITY_URL_HEADER = 'X-Service-IAM-GetEntity-URL'
 export const GET_ENTITY_HEADERS_HEADER = 'X-Service-IAM-GetEntity-Headers'
 export const GET_ENTITY_BODY_HEADER = 'X-Service-IAM-GetEntity-Body'
+
+/** Consul's names of the same headers, read when the contract's name is absent (see headerName). */
+export const CONSUL_HEADER_ALIASES: Readonly<Record<string, string>> = {
+  [SERVER_ID_HEADER]: 'X-Consul-IAM-ServerID',
+  [GET_ENTITY_METHOD_HEADER]: 'X-Consul-IAM-GetEntity-Method',
+  [GET_ENTITY_URL_HEADER]: 'X-Consul-IAM-GetEntity-URL',
+  [GET_ENTITY_HEADERS_HEADER]: 'X-Consul-IAM-GetEntity-Headers',
+  [GET_ENTITY_BODY_HEADER]: 'X-Consul-IAM-GetEntity-Body',
+}
 
 /** The signing headers AWS's SigV4 puts on a request: always allowed on the GetCallerIdentity request. */
 const SIGNING_HEADERS = ['X-Amz-Algorithm', 'X-Amz-Content-Sha256', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Security-Token', 'X-Amz-Signature', 'X-Amz-SignedHeaders']
@@ -72,6 +84,23 @@ function canonicalHeader(name: string): string {
 /** A header's values; `headers` holds canonical names only (parseHeaders). */
 function headerValues(headers: Headers, name: string): string[] {
   return Object.hasOwn(headers, canonicalHeader(name)) ? headers[canonicalHeader(name)]! : []
+}
+
+/**
+ * The name `header` (one of the X-Service-IAM-* names) is read under in `headers`: its own when the request carries
+ * it, else Consul's X-Consul-IAM-* name when the request carries that; the contract's name wins when both are there.
+ * Undefined when neither is.
+ */
+function headerName(headers: Headers, header: string): string | undefined {
+  const consul = CONSUL_HEADER_ALIASES[header]!
+  if (headerValues(headers, header).length > 0) return header
+  if (headerValues(headers, consul).length > 0) return consul
+  return undefined
+}
+
+/** How a refusal names a header the request carries under neither name. */
+function eitherName(header: string): string {
+  return `${header} (or ${CONSUL_HEADER_ALIASES[header]!})`
 }
 
 function decodeBase64(value: unknown, field: string): string {
@@ -158,20 +187,29 @@ function parseBearerToken(text: string): SignedRequest {
   }
 }
 
-/** The one value of a header the client must send once, or a refusal naming it. */
-function singleHeader(headers: Headers, name: string): string {
+/**
+ * The one value of a header the client must send once (under either of its names, headerName), and the name it was
+ * found under; or a refusal naming it.
+ */
+function singleHeader(headers: Headers, header: string): { name: string; value: string } {
+  const name = headerName(headers, header)
+  if (name === undefined) throw new InvalidBearerTokenError(`it lacks the header ${eitherName(header)}`)
   const values = headerValues(headers, name)
-  if (values.length !== 1) throw new InvalidBearerTokenError(values.length === 0 ? `it lacks the header ${name}` : `it has the header ${name} more than once`)
-  return values[0]!
+  if (values.length !== 1) throw new InvalidBearerTokenError(`it has the header ${name} more than once`)
+  return { name, value: values[0]! }
 }
 
-/** With ServerIDHeaderValue set: the request carries it, and signed it (it is among SigV4's SignedHeaders). */
+/**
+ * With ServerIDHeaderValue set: the request carries it (under either name, headerName), and signed it under the name
+ * it was read from (that name is among SigV4's SignedHeaders).
+ */
 function checkServerId(request: SignedRequest, expected: string): void {
-  const given = headerValues(request.headers, SERVER_ID_HEADER).join(',')
-  if (given === '') throw new InvalidBearerTokenError(`it lacks the header ${SERVER_ID_HEADER}`)
-  if (given !== expected) throw new InvalidBearerTokenError(`its ${SERVER_ID_HEADER} is not this auth method's`, `its ${SERVER_ID_HEADER} is ${JSON.stringify(given)}, not ${JSON.stringify(expected)}`)
+  const name = headerName(request.headers, SERVER_ID_HEADER)
+  if (name === undefined) throw new InvalidBearerTokenError(`it lacks the header ${eitherName(SERVER_ID_HEADER)}`)
+  const given = headerValues(request.headers, name).join(',')
+  if (given !== expected) throw new InvalidBearerTokenError(`its ${name} is not this auth method's`, `its ${name} is ${JSON.stringify(given)}, not ${JSON.stringify(expected)}`)
   const signed = signedHeaderNames(request)
-  if (!signed.includes(SERVER_ID_HEADER.toLowerCase())) throw new InvalidBearerTokenError(`its ${SERVER_ID_HEADER} header was not signed`)
+  if (!signed.includes(name.toLowerCase())) throw new InvalidBearerTokenError(`its ${name} header was not signed`)
 }
 
 /** The one Authorization header of a SigV4-signed request, and the header names it lists as signed (lower case). */
@@ -301,20 +339,22 @@ export async function validateAwsIam(config: AwsIamConfig, bearerToken: string):
   const entityDetails = config.EnableIAMEntityDetails === true
   let entityRequest: SignedRequest | undefined
   let entityAction = ''
+  // The name the embedded request's body was read under, for the refusals that name it.
+  let entityBodyHeader = GET_ENTITY_BODY_HEADER
   if (entityDetails) {
-    entityRequest = {
-      method: singleHeader(request.headers, GET_ENTITY_METHOD_HEADER),
-      url: parseUrl(singleHeader(request.headers, GET_ENTITY_URL_HEADER), GET_ENTITY_URL_HEADER),
-      headers: parseHeaders(singleHeader(request.headers, GET_ENTITY_HEADERS_HEADER), GET_ENTITY_HEADERS_HEADER),
-      body: singleHeader(request.headers, GET_ENTITY_BODY_HEADER),
-    }
+    const method = singleHeader(request.headers, GET_ENTITY_METHOD_HEADER)
+    const url = singleHeader(request.headers, GET_ENTITY_URL_HEADER)
+    const headers = singleHeader(request.headers, GET_ENTITY_HEADERS_HEADER)
+    const body = singleHeader(request.headers, GET_ENTITY_BODY_HEADER)
+    entityBodyHeader = body.name
+    entityRequest = { method: method.value, url: parseUrl(url.value, url.name), headers: parseHeaders(headers.value, headers.name), body: body.value }
     if (!isAwsServiceUrl(entityRequest.url, 'iam')) {
-      throw new InvalidBearerTokenError(`${GET_ENTITY_URL_HEADER} is not https://<an IAM host>/ (${JSON.stringify(entityRequest.url.hostname)})`)
+      throw new InvalidBearerTokenError(`${url.name} is not https://<an IAM host>/ (${JSON.stringify(entityRequest.url.hostname)})`)
     }
-    const body = parseBody(entityRequest.body, { Action: ['GetRole', 'GetUser'], RoleName: undefined, UserName: undefined, Version: undefined }, GET_ENTITY_BODY_HEADER)
-    entityAction = body.Action!
-    const fitting = entityAction === 'GetRole' ? 'RoleName' in body && !('UserName' in body) : 'UserName' in body && !('RoleName' in body)
-    if (!fitting) throw new InvalidBearerTokenError(`${GET_ENTITY_BODY_HEADER} is not a GetRole with a RoleName or a GetUser with a UserName`)
+    const fields = parseBody(entityRequest.body, { Action: ['GetRole', 'GetUser'], RoleName: undefined, UserName: undefined, Version: undefined }, body.name)
+    entityAction = fields.Action!
+    const fitting = entityAction === 'GetRole' ? 'RoleName' in fields && !('UserName' in fields) : 'UserName' in fields && !('RoleName' in fields)
+    if (!fitting) throw new InvalidBearerTokenError(`${body.name} is not a GetRole with a RoleName or a GetUser with a UserName`)
   }
   const serverId = config.ServerIDHeaderValue ?? ''
   if (serverId !== '') {
@@ -341,7 +381,7 @@ export async function validateAwsIam(config: AwsIamConfig, bearerToken: string):
     // Only STS's answer vouches for the caller: the entity must be the caller's own.
     // An assumed role's caller ID is `<role ID>:<session name>`; the role's own ID is the part before the colon.
     const callerEntityId = parsed.type === 'assumed-role' ? caller.userId.split(':')[0]! : caller.userId
-    if (element(entity, `${kind}Id`) !== callerEntityId) throw new InvalidBearerTokenError(`the ${kind.toLowerCase()} in ${GET_ENTITY_BODY_HEADER} is not the caller's`)
+    if (element(entity, `${kind}Id`) !== callerEntityId) throw new InvalidBearerTokenError(`the ${kind.toLowerCase()} in ${entityBodyHeader} is not the caller's`)
     principal = element(entity, 'Arn')
     // No prototype: a tag named __proto__ or constructor is a tag like any other.
     const tags: Record<string, string> = Object.create(null) as Record<string, string>
