@@ -96,6 +96,11 @@ function printAddresses(cluster: LocalCluster): void {
     process.stdout.write(`${name}  http://${node.httpAddress}  (cluster ${node.clusterAddress}, pid ${node.pid})\n`)
   }
   process.stdout.write(`Management token: ${state.managementToken}\n`)
+  // The command line reads both from the environment (README "Command line"), so one paste makes `warden` work.
+  const first = Object.values(state.nodes)[0]
+  if (first !== undefined) {
+    process.stdout.write(`For the command line: export WARDEN_HTTP_ADDR=http://${first.httpAddress} WARDEN_HTTP_TOKEN=${state.managementToken}\n`)
+  }
 }
 
 function statusTable(statuses: NodeStatus[], partitioned: string[], proxyUp: boolean): string {
