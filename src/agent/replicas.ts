@@ -76,8 +76,8 @@ async function upgradeSingleNodeDataDir(dataDir: string, nodeName: string, log: 
   log.info({ dataDir }, 'upgraded a single-node data dir to the Raft layout')
 }
 
-/** The real transport as the driver's PeerLinks. */
-function transportLinks(transport: PeerTransport): PeerLinks {
+/** The real transport as the driver's PeerLinks (exported for tests that drive a replica over real links). */
+export function transportLinks(transport: PeerTransport): PeerLinks {
   return {
     send: (to, message) => transport.send(to, message),
     request: (to, message, timeoutMs) => transport.request(to, message, timeoutMs),

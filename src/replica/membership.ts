@@ -87,13 +87,26 @@ export class Membership {
   }
 
   onPeerState(peer: string, connected: boolean): void {
-    const advertised = connected ? this.replica.links.advertisedAddress(peer) : undefined
+    if (connected) this.noticeAdvertised(peer)
+  }
+
+  /**
+   * At start, right after the replica registered its onPeerState handler: the links already open then (the transport
+   * dials the --peer servers before the replica exists) are never reported, so their advertised addresses are read here.
+   */
+  noticeOpenLinks(): void {
+    for (const peer of this.addresses.keys()) if (peer !== this.replica.nodeName) this.noticeAdvertised(peer)
+  }
+
+  /** Keeps the address `peer` advertised on its open link, if it has one; the last one is kept once the link is lost. */
+  private noticeAdvertised(peer: string): void {
+    const advertised = this.replica.links.advertisedAddress(peer)
     if (advertised !== undefined) this.advertised.set(peer, advertised)
   }
 
   /**
-   * Whether this node's peer link to `peer` is open now. Asked of the links rather than tracked from onPeerState:
-   * the transport dials the --peer servers before the replica starts listening to its events.
+   * Whether this node's peer link to `peer` is open now. Asked of the links rather than tracked from onPeerState,
+   * which reports only the changes after the replica started (a link may be open before).
    */
   linkOpen(peer: string): boolean {
     return this.replica.links.advertisedAddress(peer) !== undefined

@@ -13,6 +13,12 @@ export interface PeerLinks {
   request(to: string, message: unknown, timeoutMs: number): Promise<unknown>
   onMessage(handler: (from: string, message: unknown) => void): void
   onRequest(handler: (from: string, message: unknown) => Promise<unknown>): void
+  /**
+   * Reports each change after the handler is registered: a peer gaining its link (with its advertised address readable
+   * then) or losing it. A link already open when the handler is registered is not reported: the agent starts the
+   * transport, which dials the --peer servers, before the replica exists. So a driver registers its handler and, in
+   * the same turn, asks `advertisedAddress` about each peer it knows (RaftReplica.start does).
+   */
   onPeerState(handler: (peer: string, connected: boolean) => void): void
   /** The servers to keep links to (name → address to dial); links to others are closed. */
   setPeers(peers: Map<string, string>): void

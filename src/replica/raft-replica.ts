@@ -163,6 +163,9 @@ export class RaftReplica {
     links.onMessage((from, message) => this.onPeerMessage(from, message))
     links.onRequest((from, request) => this.onPeerRequest(from, request))
     links.onPeerState((peer, connected) => this.membershipChanges.onPeerState(peer, connected))
+    // Links that opened before the handler was registered are not reported (PeerLinks.onPeerState): read them now,
+    // in the same turn, so that no link event falls between the two.
+    this.membershipChanges.noticeOpenLinks()
     this.ticker = this.environment.setInterval(() => {
       this.core.tick()
       this.kick()

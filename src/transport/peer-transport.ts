@@ -289,7 +289,10 @@ export class PeerTransport {
     this.requestHandler = handler
   }
 
-  /** Called when a peer gains its (one) link or loses it; a replaced duplicate does not count as a loss. */
+  /**
+   * Called when a peer gains its (one) link or loses it; a replaced duplicate does not count as a loss. Only changes
+   * after the handler is set are reported: links that opened before (start() dials the peers given) show in stats().
+   */
   onPeerState(handler: PeerStateHandler): void {
     this.peerStateHandler = handler
   }

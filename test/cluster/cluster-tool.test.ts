@@ -99,6 +99,28 @@ describe('the cluster tool (npm run cluster)', function () {
     expect(response.status, response.text).to.equal(200)
   }
 
+  /**
+   * What `node` reports as each server's address, once it sees all three alive (its links open): the address each
+   * advertises (--cluster-addr), never the proxy `node` dials it through, in /v1/operator/servers,
+   * /v1/operator/raft/configuration and /v1/status/peers alike.
+   */
+  async function expectAdvertisedAddresses(node: string): Promise<void> {
+    const advertised = Object.fromEntries(Object.entries((await state()).nodes).map(([name, spec]) => [name, spec.clusterAddress]))
+    const byName = (servers: Array<{ name: string; address: string }>): Record<string, string> => Object.fromEntries(servers.map((server) => [server.name, server.address]))
+    let servers: Array<{ Name: string; Address: string; Status: string }> = []
+    await eventually(async () => {
+      const response = await cluster!.request(node, 'GET', '/v1/operator/servers')
+      servers = response.status === 200 ? (response.body as typeof servers) : []
+      return servers.length === 3 && servers.every((server) => server.Status === 'alive')
+    }, `${node} seeing all three alive`)
+    expect(byName(servers.map((server) => ({ name: server.Name, address: server.Address }))), `${node}: /v1/operator/servers`).to.deep.equal(advertised)
+    const configuration = await cluster!.request(node, 'GET', '/v1/operator/raft/configuration')
+    const configured = (configuration.body as { Servers: Array<{ Node: string; Address: string }> }).Servers
+    expect(byName(configured.map((server) => ({ name: server.Node, address: server.Address }))), `${node}: /v1/operator/raft/configuration`).to.deep.equal(advertised)
+    const peers = await cluster!.request(node, 'GET', '/v1/status/peers')
+    expect([...(peers.body as string[])].sort(), `${node}: /v1/status/peers`).to.deep.equal(Object.values(advertised).sort())
+  }
+
   before(async () => {
     root = await mkdtemp(join(tmpdir(), 'warden-cluster-tool-'))
   })
@@ -143,6 +165,11 @@ describe('the cluster tool (npm run cluster)', function () {
     expect(table.stdout).to.match(/^NODE\s+PROCESS\s+ROLE/)
   })
 
+  it('every node reports each server at the address it advertises, not at the proxy it dials it through', async () => {
+    // A node dials its --peer servers before its replica starts: links open by then count as much as later ones.
+    for (const node of cluster!.nodeNames()) await expectAdvertisedAddresses(node)
+  })
+
   it('kill leader SIGKILLs the leader, and the other two elect a new one', async () => {
     const old = await cluster!.leader()
     const pid = (await state()).nodes[old]!.pid
@@ -165,6 +192,8 @@ describe('the cluster tool (npm run cluster)', function () {
     const restarted = shown.nodes.find((node) => node.node === down.node)!
     expect(restarted).to.include({ up: true, httpAddress: down.httpAddress })
     await eventually(async () => (await policyNames(down.node)).has('written-while-one-was-down'), `${down.node} catching up`)
+    // Its peers were running: its links to them opened while it was still opening its data.
+    await expectAdvertisedAddresses(down.node)
   })
 
   it('pause stops a node (SIGSTOP) while the others go on, and resume lets it catch up', async () => {

@@ -103,6 +103,19 @@ describe('transport: peer links', () => {
     expect(a.peerEvents.at(-1)).to.deep.equal({ peer: 'b', connected: true })
   })
 
+  it('reports to a handler set later only the changes after it: a link already open shows in stats(), its loss is reported', async () => {
+    const [a, b] = (await cluster(['a', 'b'])) as [TestNode, TestNode]
+    // As the agent does: the transport dialed at start, the replica's handler comes later (PeerLinks.onPeerState).
+    const later: Array<{ peer: string; connected: boolean }> = []
+    a.transport.onPeerState((peer, connected) => later.push({ peer, connected }))
+    await sleep(50)
+    expect(later).to.deep.equal([])
+    expect(a.transport.stats().peers.get('b')).to.include({ connected: true, advertiseAddress: 'b.cluster.test:8300' })
+    await b.transport.stop()
+    await waitFor('a told of the loss', () => later.length === 1)
+    expect(later).to.deep.equal([{ peer: 'b', connected: false }])
+  })
+
   it('identifies a peer dialed through a proxy by its node name, not by the address dialed', async () => {
     const [a, b] = await Promise.all([startNode(cleanup, 'a'), startNode(cleanup, 'b')])
     const proxy = await startProxy(cleanup, addressOf(b.transport))
