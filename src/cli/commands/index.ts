@@ -9,6 +9,7 @@ import { aclBootstrap, tokenClone, tokenCreate, tokenDelete, tokenList, tokenRea
 import { configDelete, configList, configRead, configWrite } from './config.js'
 import { login, logout } from './login.js'
 import { catalogDatacenters, keygen, listPeers, members, removePeer, transferLeader } from './operator.js'
+import { caCreate, certCreate } from './tls.js'
 
 export const COMMANDS: readonly Command[] = [
   aclBootstrap,
@@ -53,4 +54,6 @@ export const COMMANDS: readonly Command[] = [
   members,
   catalogDatacenters,
   keygen,
+  caCreate,
+  certCreate,
 ]
