@@ -25,6 +25,7 @@ export interface ForwardBatch {
 export function forwardFailure(leader: string, error: unknown): WardenError {
   // The leader refused the request before proposing anything: not applied.
   if (error instanceof WardenError && (error.code === 'no_leader' || error.code === 'rate_limited')) return error
+  if (error instanceof WardenError && error.code === 'invalid_input') return refusedByLeader(leader, error)
   if (error instanceof TransportError && error.delivered === 'no') {
     return new WardenError('no_leader', `the leader ${leader} could not be reached; the write was not applied, retry`, undefined, { cause: error })
   }
@@ -40,10 +41,24 @@ export function settleForwarded(leader: string, items: ForwardBatch['items'], re
   for (const [n, item] of items.entries()) {
     const outcome = Array.isArray(outcomes) && outcomes.length === items.length ? (outcomes[n] as unknown) : undefined
     if (typeof outcome !== 'object' || outcome === null) item.reject(unknown())
-    else if ('error' in outcome) item.reject(errorFromWire((outcome as { error: WireError }).error))
+    else if ('error' in outcome) item.reject(outcomeError(leader, errorFromWire((outcome as { error: WireError }).error)))
     else if (typeof (outcome as Partial<ReplicaResponse>).index === 'number') item.resolve(outcome as ReplicaResponse)
     else item.reject(unknown())
   }
+}
+
+function outcomeError(leader: string, error: WardenError): WardenError {
+  return error.code === 'invalid_input' ? refusedByLeader(leader, error) : error
+}
+
+/**
+ * The leader refused a forwarded command as malformed, or of a version or type it does not know (cluster-node.ts),
+ * before proposing it. Not the client's input: this node built the command from a request it had accepted, so the
+ * caller sees an internal error (500) saying the write was not applied, never invalid_input (400) or outcome_unknown.
+ * During a rolling upgrade this is a newer follower's command that an older leader cannot apply.
+ */
+function refusedByLeader(leader: string, error: WardenError): WardenError {
+  return new WardenError('internal', `the leader ${leader} refused the write: ${error.message}`, undefined, { cause: error })
 }
 
 /** A forwarded command as the leader proposes it: bytes, never empty (an empty entry could not be applied anywhere). */

@@ -64,14 +64,15 @@ export const NO_LINKS: PeerLinks = {
  * A one-voter Raft group (the agent's path for a server without peers) over already opened stores, built but not
  * started: for a test that must be able to stop it whatever the start does (register `replica.stop()` first, then
  * `replica.start()`), for instance a start expected to fail through `onFatal`, or one that may never lead. Saves the
- * membership record of a founder of one if the storage has none.
+ * membership record of a founder of one if the storage has none. `links` replaces NO_LINKS, for a test that plays a
+ * peer (its `onRequest` receives the replica's handler of peer requests).
  */
 export async function createSingleNode(
   name: string,
   storage: LevelRaftStorage,
   state: StateStore,
   onFatal: (error: unknown) => void,
-  options: { snapshotThreshold?: number } = {},
+  options: { snapshotThreshold?: number; links?: PeerLinks } = {},
 ): Promise<{ replica: RaftReplica; cluster: ClusterNode }> {
   if (storage.membershipRecord() === null) await storage.saveMembershipRecord({ voters: [name], voteFromIndex: 0 })
   const replica = new RaftReplica({
@@ -80,7 +81,7 @@ export async function createSingleNode(
     membership: storage.membershipRecord()!,
     storage,
     state,
-    links: NO_LINKS,
+    links: options.links ?? NO_LINKS,
     environment: realEnvironment,
     log: pino({ level: 'silent' }),
     onFatal,
@@ -95,7 +96,7 @@ export async function createSingleNode(
  * `createSingleNode`, started; resolves once it leads. The caller stops the replica before closing the stores; a start
  * that fails stops it here.
  */
-export async function startSingleNode(name: string, storage: LevelRaftStorage, state: StateStore, onFatal: (error: unknown) => void, options: { snapshotThreshold?: number } = {}): Promise<{ replica: RaftReplica; cluster: ClusterNode }> {
+export async function startSingleNode(name: string, storage: LevelRaftStorage, state: StateStore, onFatal: (error: unknown) => void, options: { snapshotThreshold?: number; links?: PeerLinks } = {}): Promise<{ replica: RaftReplica; cluster: ClusterNode }> {
   const { replica, cluster } = await createSingleNode(name, storage, state, onFatal, options)
   await replica.start()
   try {

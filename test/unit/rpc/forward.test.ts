@@ -1,7 +1,8 @@
 /**
  * What a follower tells the callers of writes it forwarded to the leader: each its own outcome from the leader's
- * answer, in order; `no_leader` (not applied, retry) only when the leader surely has none of them; `outcome_unknown`
- * for everything else, including an answer in a form this build does not know. Every caller settles.
+ * answer, in order; `no_leader` (not applied, retry) only when the leader surely has none of them; `internal` (not
+ * applied) when the leader refused a command as malformed; `outcome_unknown` for everything else, including an answer
+ * in a form this build does not know. Every caller settles.
  */
 import { expect } from 'chai'
 import { WardenError } from '../../../src/lib/errors.js'
@@ -54,6 +55,20 @@ describe('rpc/forward: outcomes of forwarded writes', () => {
     settleForwarded('n1', items, { outcomes: [applied(9), { result: { ok: true, value: 1 } }] })
     expect(settled[0]).to.deep.equal({ ok: true, value: applied(9) })
     expect(settled[1]?.ok === false && settled[1].error.code).to.equal('outcome_unknown')
+  })
+
+  it('a command the leader refused as malformed is an internal error that was not applied, never invalid_input or unknown', () => {
+    // Invalid input of the peer protocol, not of the client: this node built the command from a request it accepted.
+    const refused = new WardenError('invalid_input', 'the forwarded command is malformed: token.SecretID: must be a string; it was not applied', 'token.SecretID')
+    const { items, settled } = callers(2)
+    settleForwarded('n1', items, { outcomes: [applied(9), { error: refused.toWire() }] })
+    expect(settled[0]).to.deep.equal({ ok: true, value: applied(9) })
+    const batchError = (settled[1] as { error: WardenError }).error
+    const single = forwardFailure('n1', refused)
+    for (const error of [batchError, single]) {
+      expect([error.code, error.field]).to.deep.equal(['internal', undefined])
+      expect(error.message).to.equal(`the leader n1 refused the write: ${refused.message}`)
+    }
   })
 
   it('reports no_leader only when the leader surely has none of the writes', () => {
