@@ -155,6 +155,9 @@ export class RaftReplica {
       leads: (term) => this.role === 'leader' && this.core.status({ progress: false }).term === term,
     })
     this.membershipChanges = new Membership(this, options.dialAddresses, options.membership, options.addressCheck ?? (() => undefined))
+    // A leader checks every command before proposing it (src/rpc): a malformed entry was written by a leader that did
+    // not (an older build). Every replica applies it as a no-op; each says so once per entry.
+    options.state.malformedListeners.add((index, problem) => this.log.error({ index, problem }, 'a committed entry is malformed; applied as a no-op'))
   }
 
   async start(): Promise<void> {

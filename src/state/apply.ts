@@ -60,10 +60,6 @@ const handlers: { [T in Command['type']]: Handler<T> } = {
   noop: async () => ({ ok: true }),
 }
 
-export function isKnownCommandType(type: string): type is Command['type'] {
-  return Object.hasOwn(handlers, type)
-}
-
 export function dispatch(txn: Txn, command: Command, index: number): Promise<ApplyResult> {
   const handler = handlers[command.type] as Handler<typeof command.type> | undefined
   assert(handler !== undefined, `no apply function for command type ${command.type}`)

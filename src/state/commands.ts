@@ -5,7 +5,8 @@
  * (Hash, resolved links) is computed while applying, from the command and the state alone.
  *
  * Commands are named resource then verb. Adding a command type is backwards compatible; changing the meaning of an
- * existing one needs a new COMMAND_VERSION.
+ * existing one needs a new COMMAND_VERSION, and so does adding a field to one or tightening a rule of its shape
+ * (validate.ts): every replica applies a command that breaks those rules as a no-op.
  */
 import {
   DEFAULT_NAMESPACE,

@@ -8,12 +8,13 @@
  */
 import { assert } from '../lib/assert.js'
 import { decode, encode } from './codec.js'
-import { dispatch, isKnownCommandType } from './apply.js'
-import { COMMAND_VERSION, type ApplyResult, type Command } from './commands.js'
+import { dispatch } from './apply.js'
+import { applyError, COMMAND_VERSION, type ApplyResult, type Command } from './commands.js'
 import { APPLIED_KEY, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
 import { directoryFiles, type StateFiles } from './files.js'
 import { dbReader, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
+import { validateCommand } from './validate.js'
 import { Watches } from './watch.js'
 
 /** A committed command this build cannot apply. The node must stop: applying around it would fork the state. */
@@ -21,19 +22,34 @@ export class UnknownCommandError extends Error {
   override readonly name = 'UnknownCommandError'
 }
 
+/** A command that no build can apply (validate.ts): not MessagePack, not a map, or not the shape of its type. */
+export class MalformedCommandError extends Error {
+  override readonly name = 'MalformedCommandError'
+}
+
 export function encodeCommand(command: Command): Buffer {
   return encode(command)
 }
 
+/**
+ * The command in a log entry's bytes. Throws UnknownCommandError for a version or type this build does not know, and
+ * MalformedCommandError for bytes that are no command at all; the replica's apply loop does not throw for the latter
+ * (see applyEntries).
+ */
 export function decodeCommand(bytes: Uint8Array, index: number): Command {
+  const checked = validateCommand(bytes)
+  if (checked.ok) return checked.command
+  if (checked.problem === 'unknown') throw unknownCommand(bytes, index)
+  throw new MalformedCommandError(`the command at log index ${index} is malformed: ${checked.message}`)
+}
+
+function unknownCommand(bytes: Uint8Array, index: number): UnknownCommandError {
+  // Decoded again only to name the version and type: this happens once, before the node stops.
   const command = decode<{ v?: unknown; type?: unknown }>(bytes)
-  if (command.v !== COMMAND_VERSION || typeof command.type !== 'string' || !isKnownCommandType(command.type)) {
-    throw new UnknownCommandError(
-      `the command at log index ${index} has version ${String(command.v)} and type ${String(command.type)}, which this ` +
-        `warden (command version ${COMMAND_VERSION}) cannot apply; upgrade warden on this node before restarting it`,
-    )
-  }
-  return command as Command
+  return new UnknownCommandError(
+    `the command at log index ${index} has version ${String(command.v)} and type ${String(command.type)}, which this ` +
+      `warden (command version ${COMMAND_VERSION}) cannot apply; upgrade warden on this node before restarting it`,
+  )
 }
 
 /** Commands applied in one LevelDB batch at most: bounds a catch-up's memory and how long one apply holds the loop. */
@@ -47,21 +63,41 @@ export interface LogEntry {
 }
 
 /**
- * Decodes log entries up to the first one this build cannot decode: the ones before it are still applied (then the
- * node stops), nothing at or after it is.
+ * A command to apply at `index`. With `refused`, the command is not applied: `refused` is its result, and only the
+ * applied index moves (a malformed entry: see applyEntries).
  */
-function decodeEntries(entries: readonly LogEntry[]): { items: Array<{ command: Command; index: number }>; undecodable?: unknown } {
-  const items: Array<{ command: Command; index: number }> = []
+export interface ApplyItem {
+  command: Command
+  index: number
+  refused?: ApplyResult
+}
+
+/**
+ * Decodes log entries up to the first one of a version or type this build does not know: the ones before it are still
+ * applied (then the node stops), nothing at or after it is. A malformed entry is decoded as a no-op whose result is
+ * an invalid_input error, on every replica alike (see applyEntries).
+ */
+function decodeEntries(entries: readonly LogEntry[]): { items: ApplyItem[]; malformed: Array<{ index: number; message: string }>; undecodable?: unknown } {
+  const items: ApplyItem[] = []
+  const malformed: Array<{ index: number; message: string }> = []
   for (const entry of entries) {
-    try {
-      // Raft's own entries change no record, but the applied index must advance through them.
-      const command = entry.type === undefined || entry.type === 'command' ? decodeCommand(entry.data, entry.index) : NOOP
-      items.push({ command, index: entry.index })
-    } catch (error) {
-      return { items, undecodable: error }
+    // Raft's own entries change no record, but the applied index must advance through them.
+    if (entry.type !== undefined && entry.type !== 'command') {
+      items.push({ command: NOOP, index: entry.index })
+      continue
+    }
+    const checked = validateCommand(entry.data)
+    if (checked.ok) {
+      items.push({ command: checked.command, index: entry.index })
+    } else if (checked.problem === 'unknown') {
+      return { items, malformed, undecodable: unknownCommand(entry.data, entry.index) }
+    } else {
+      const message = `the command at log index ${entry.index} is malformed and was not applied: ${checked.message}`
+      items.push({ command: NOOP, index: entry.index, refused: applyError('invalid_input', message) })
+      malformed.push({ index: entry.index, message: checked.message })
     }
   }
-  return { items }
+  return { items, malformed }
 }
 
 const NOOP: Command = { v: COMMAND_VERSION, type: 'noop' }
@@ -74,6 +110,8 @@ export class StateStore {
   readonly changeListeners = new Set<ChangeListener>()
   /** Called after the whole state was replaced by a snapshot: every derived cache must be dropped. */
   readonly resetListeners = new Set<() => void>()
+  /** Called for each malformed entry applied as a no-op (the replica logs it): its index and what is wrong with it. */
+  readonly malformedListeners = new Set<(index: number, problem: string) => void>()
   private appliedIndex = 0
   private readonly tableIndexes = new Map<Table, number>()
   private currentDb: StateDb
@@ -155,15 +193,19 @@ export class StateStore {
    * so it sees their writes, and a command that fails leaves nothing but its share of the applied index. One batch of
    * 64 token creates costs about a quarter of 64 batches of one (classic-level's cost is mostly per batch).
    */
-  async applyBatch(items: ReadonlyArray<{ command: Command; index: number }>): Promise<ApplyResult[]> {
+  async applyBatch(items: readonly ApplyItem[]): Promise<ApplyResult[]> {
     if (items.length === 0) return []
     const batch = new Txn(this.db)
     const results: ApplyResult[] = []
     const changes: Array<{ index: number; tables: Table[]; records: string[] }> = []
     let expected = this.appliedIndex + 1
-    for (const { command, index } of items) {
+    for (const { command, index, refused } of items) {
       assert(index === expected, `apply of index ${index} after ${expected - 1}: commands must be applied once each, in order, without gaps`)
       expected++
+      if (refused !== undefined) {
+        results.push(refused)
+        continue
+      }
       const txn = new Txn(batch)
       const result = await dispatch(txn, command, index)
       results.push(result)
@@ -190,13 +232,17 @@ export class StateStore {
 
   /**
    * Applies log entries in batches of APPLY_BATCH_MAX, calling `applied` for each in order once its batch is written.
-   * An entry this build cannot decode throws (UnknownCommandError) after the entries before it were applied.
+   * An entry of a version or type this build does not know throws (UnknownCommandError) after the entries before it
+   * were applied. A malformed entry (validate.ts: bytes no build could apply, which a leader that checked nothing may
+   * have written) never throws: it is applied as a no-op, the same on every replica, its result an invalid_input error,
+   * and `applied` is called with a noop command for it.
    */
   async applyEntries<E extends LogEntry>(entries: readonly E[], applied?: (entry: E, command: Command, result: ApplyResult) => void): Promise<void> {
     for (let start = 0; start < entries.length; start += APPLY_BATCH_MAX) {
       const chunk = entries.slice(start, start + APPLY_BATCH_MAX)
-      const { items, undecodable } = decodeEntries(chunk)
+      const { items, malformed, undecodable } = decodeEntries(chunk)
       const results = await this.applyBatch(items)
+      for (const { index, message } of malformed) for (const listener of this.malformedListeners) listener(index, message)
       if (applied !== undefined) for (const [n, { command }] of items.entries()) applied(chunk[n]!, command, results[n]!)
       if (undecodable !== undefined) throw undecodable
     }

@@ -11,7 +11,8 @@
  * rounds get updated and deleted by later ones; the rounds stay far below the snapshot threshold, so the log is never
  * compacted and the reference can start at index 1 (asserted). A last group puts a command entry this build cannot
  * decode into the Raft log and checks that applying it stops the node with UnknownCommandError and a message naming the
- * index and version, leaving the state as it was.
+ * index and version, leaving the state as it was; and that a malformed entry, which no build could apply, is applied
+ * as a no-op instead.
  */
 import { expect } from 'chai'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -494,6 +495,32 @@ function registerTests(): void {
         const state = await StateStore.open(join(dataDir, 'state'))
         dirs.defer(() => state.close())
         expect(state.lastApplied).to.equal(first - 1)
+      })
+
+      it('a malformed entry (what a leader that checked nothing could have committed) is applied as a no-op, not a crash', async function () {
+        const malformed = [
+          { v: COMMAND_VERSION, type: 'acl.token.create', token: { AccessorID: 5, SecretID: 7 } },
+          { type: 'acl.token.create' },
+          { v: COMMAND_VERSION, type: 'acl.policy.create', policy: { ID: 'bbbbbbbb-0000-4000-8000-000000000002', Name: 'bad', Description: '', Rules: '', Datacenters: 'dc1', Namespace: 'default' } },
+        ]
+        const { dataDir, first } = await dataDirWith(malformed)
+        const { storage, state } = await openStores(dirs, dataDir)
+        const recordsBefore = (await dump(state)).filter(([key]) => key.startsWith('r\u0000'))
+        const noticed: number[] = []
+        state.malformedListeners.add((index) => noticed.push(index))
+        const fatal = fatalRecorder()
+        const { replica, cluster } = await startNode(dirs, storage, state, fatal)
+        await settled(replica, storage, state)
+        expect(fatal.errors.map(String)).to.deep.equal([])
+        expect(noticed).to.deep.equal([first, first + 1, first + 2])
+        expect(state.lastApplied).to.be.at.least(first + 2)
+        // Nothing of them was written: the records are as before (the node's own member record aside).
+        const records = (await dump(state)).filter(([key]) => key.startsWith('r\u0000') && !key.startsWith('r\u0000member\u0000'))
+        expectSameContents(records, recordsBefore.filter(([key]) => !key.startsWith('r\u0000member\u0000')))
+        // And the node goes on writing.
+        const result = await cluster.propose({ v: COMMAND_VERSION, type: 'acl.policy.create', policy: { ID: 'bbbbbbbb-0000-4000-8000-000000000003', Name: 'after', Description: '', Rules: '', Datacenters: [], Namespace: 'default' } })
+        expect(result.ok, JSON.stringify(result)).to.equal(true)
+        await replica.stop()
       })
 
       it('decodeCommand accepts what encodeCommand wrote for every known command', function () {
