@@ -80,7 +80,9 @@ export function isAuthMethodType(type: string): type is AuthMethodType {
 export function checkAuthMethodConfig(type: AuthMethodType, config: Record<string, unknown>): ConfigProblem | undefined {
   const known = KEYS[type]
   for (const [key, value] of Object.entries(config)) {
-    const kind = known[key]
+    // Own names only: `known[key]` alone would find `constructor`, `__proto__` or `toString` on Object.prototype and
+    // take them for settings (with no rule to check them by).
+    const kind = Object.hasOwn(known, key) ? known[key] : undefined
     const field = `Config.${key}`
     if (kind === undefined) return { field, rule: `is not a known setting of a ${type} auth method (known: ${Object.keys(known).join(', ')})` }
     const rule = checkValue(kind, value)

@@ -168,6 +168,18 @@ describe('ACL auth methods', () => {
       await expectRejected({ Name: unique('extra'), Type: 'jwt', Config: { JWKSURL: 'https://issuer.example.com/jwks', Host: 'https://x' } }, /Host/)
     })
 
+    it('a Config key named like an inherited property (constructor, __proto__, toString, hasOwnProperty) is a 400 naming it as unknown', async () => {
+      for (const key of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+        const name = unique('inherited')
+        // Raw JSON: an object literal's __proto__ would set its prototype instead of sending the key.
+        const raw = `{"Name":${JSON.stringify(name)},"Type":"jwt","Config":{"JWKSURL":"https://issuer.example.com/jwks",${JSON.stringify(key)}:"x"}}`
+        const response = await agent.request('PUT', '/v1/acl/auth-method', { raw, headers: { 'Content-Type': 'application/json' } })
+        expectError(response, 400, 'invalid_input', `Config.${key}`)
+        expect(response.body.Error, key).to.include('is not a known setting')
+        expect(await methodNames('?ns=*')).to.not.include(name)
+      }
+    })
+
     it('MaxTokenTTL outside 1m to 24h is a 400', async () => {
       await expectRejected({ Name: unique('ttl'), Type: 'jwt', MaxTokenTTL: '30s', Config: { JWKSURL: 'https://issuer.example.com/jwks' } }, 'MaxTokenTTL')
       await expectRejected({ Name: unique('ttl'), Type: 'jwt', MaxTokenTTL: '25h', Config: { JWKSURL: 'https://issuer.example.com/jwks' } }, 'MaxTokenTTL')
