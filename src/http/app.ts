@@ -8,7 +8,7 @@ import { InvalidInputError, WardenError } from '../lib/errors.js'
 import type { AppServices, ApiContext } from './context.js'
 import { errorMiddleware } from './errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
-import { consistencyOf, hasParam, queryParam } from './request.js'
+import { consistencyOf, hasParam, isWriteMethod, queryParam } from './request.js'
 import { setResponseHeader } from './headers.js'
 import { tokenRoutes } from './routes/acl-tokens.js'
 import { policyRoutes } from './routes/acl-policies.js'
@@ -29,10 +29,11 @@ import { aclReplicationRoutes } from './routes/acl-replication.js'
  * write first passes the barrier of a default read: on the leader, under its lease, it waits for the apply of what is
  * committed (no network round); on a follower, or a leader without a lease (newly elected, before an entry of its
  * term commits, or deposed without knowing it), it takes a ReadIndex round, shared by the requests of the turn.
- * Without a leader this fails with no_leader after the leader wait, as the write would.
+ * Without a leader this fails with no_leader after the leader wait, as the write would. A write with a body passes it
+ * again once the body has arrived, and is authorized again then (request.ts authorizeAfterBody).
  */
 function catchUpBeforeWrite(ctx: ApiContext): Promise<void> {
-  if (ctx.method === 'GET' || ctx.method === 'HEAD' || ctx.method === 'OPTIONS') return Promise.resolve()
+  if (!isWriteMethod(ctx.method)) return Promise.resolve()
   return ctx.state.app.cluster.readBarrier('leader')
 }
 

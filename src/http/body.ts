@@ -4,6 +4,9 @@
  */
 import type { Context } from 'koa'
 import { InvalidInputError, WardenError } from '../lib/errors.js'
+import { ANONYMOUS_TOKEN_ID } from '../state/builtins.js'
+import type { ApiContext } from './context.js'
+import { authorizeAfterBody, callerOf } from './request.js'
 
 export const BODY_BYTES_MAX = 1024 * 1024
 /**
@@ -12,8 +15,8 @@ export const BODY_BYTES_MAX = 1024 * 1024
  */
 export const BODIES_IN_FLIGHT_BYTES_MAX = 64 * 1024 * 1024
 /**
- * How long a body may take to arrive once its route starts reading it (after the write barrier and the permission
- * check). The server's request timeout is long for the sake of blocking queries, whose requests are complete with
+ * How long a body may take to arrive once its route starts reading it (after the write barrier and the caller's
+ * resolution). The server's request timeout is long for the sake of blocking queries, whose requests are complete with
  * their headers; a write's body has no reason to trickle.
  */
 export const BODY_TIMEOUT_MS = 30_000
@@ -130,7 +133,10 @@ const OVERFLOW_CANDIDATE = /[eE][+]?\d{3}|\d{309}/
  * record read back would differ from the one acknowledged and hashed; it is a 400 naming the field instead.
  */
 export async function readJson(ctx: Context, limits?: BodyLimits): Promise<unknown> {
-  const bytes = await readBody(ctx, limits)
+  return parseJson(await readBody(ctx, limits))
+}
+
+function parseJson(bytes: Buffer): unknown {
   let text: string
   try {
     text = UTF8.decode(bytes).trim()
@@ -187,9 +193,24 @@ function checkValues(root: unknown, check: { unicode: boolean; finite: boolean }
   }
 }
 
-/** The body as a JSON object; empty means `{}`. */
-export async function readJsonObject(ctx: Context, limits?: BodyLimits): Promise<Record<string, unknown>> {
-  const value = await readJson(ctx, limits)
+/**
+ * The body as a JSON object (empty means `{}`), read for the request's caller. On a route anyone may call
+ * (ANONYMOUS_BODY) there is no caller to speak of. On every other route the caller is resolved first, so a secret
+ * that names no live token is refused before a byte of its body is read, and a request acting as the anonymous token
+ * reads its body as the anonymous routes do (ANONYMOUS_BODY: 64 KiB within 10 s, against their own budget): were
+ * anonymous bodies read against the budget every authenticated write reads against, 64 anonymous connections each
+ * trickling 1 MiB would refuse every write on the node for as long as they trickle. Once the body has arrived, the
+ * caller is authorized again (request.ts authorizeAfterBody) before the body is even parsed.
+ */
+export async function readJsonObject(ctx: ApiContext, limits?: BodyLimits): Promise<Record<string, unknown>> {
+  let value: unknown
+  if (limits?.anonymous === true) value = await readJson(ctx, limits)
+  else {
+    const caller = await callerOf(ctx)
+    const bytes = await readBody(ctx, caller.token.AccessorID === ANONYMOUS_TOKEN_ID ? ANONYMOUS_BODY : limits)
+    await authorizeAfterBody(ctx)
+    value = parseJson(bytes)
+  }
   if (value === undefined) return {}
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new InvalidInputError('body', 'must be a JSON object')

@@ -16,6 +16,13 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
     return
   }
   if (inProgress !== undefined && inProgress !== null) {
+    // The bad bytes are the current request's own (the connection ended in the middle of its body): that body will
+    // never arrive, so nothing waits for it, and the body budget it holds (body.ts) is released now rather than when
+    // its 30 s run out. Destroying the socket aborts the request, which is what its reader waits for.
+    if (!inProgress.req.complete) {
+      socket.destroy()
+      return
+    }
     // The request before the bad bytes may already have been acted on (a write applied): its answer still goes out,
     // then the connection closes. Nothing more is read meanwhile.
     socket.pause()

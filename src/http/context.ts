@@ -8,6 +8,7 @@ import type { Cluster } from '../rpc/index.js'
 import type { StateStore } from '../state/store.js'
 import type { Caller, TokenResolver } from '../acl/resolver.js'
 import type { OidcStateSealer } from '../acl/auth/oidc-state.js'
+import type { PermissionAccess, PermissionResource } from '../acl/authorization.js'
 
 export interface ApiSettings {
   nodeName: string
@@ -38,6 +39,13 @@ export interface AppServices {
 export interface RequestState {
   app: AppServices
   caller?: Caller
+  /**
+   * The permissions a write checked before its body was read, checked again once it has arrived (request.ts
+   * authorizeAfterBody). Recorded for writes only, so a blocking read woken many times records nothing.
+   */
+  checksBeforeBody?: Array<{ resource: PermissionResource; access: PermissionAccess; name: string | undefined }>
+  /** Set once the body has been read: checks made after it need not be checked again. */
+  bodyRead?: boolean
   /** Koa's parsed query, read once: each `ctx.query` walks Koa's getters and the URL parse cache again. */
   query?: Record<string, string | string[] | undefined>
   /** The consistency mode, parsed once (the app middleware and serveRead both need it). */

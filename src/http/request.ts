@@ -37,8 +37,33 @@ export async function callerOf(ctx: ApiContext): Promise<Caller> {
 
 export async function requirePermission(ctx: ApiContext, resource: PermissionResource, access: PermissionAccess, name?: string): Promise<Caller> {
   const caller = await callerOf(ctx)
+  if (ctx.state.bodyRead !== true && isWriteMethod(ctx.method)) (ctx.state.checksBeforeBody ??= []).push({ resource, access, name })
   if (!caller.permissions.allows(resource, access, name)) throw deniedError(caller.accessorID, resource, access, name)
   return caller
+}
+
+/** Whether a request of this method is a write: it passes the write barrier (app.ts) and may carry a body. */
+export function isWriteMethod(method: string): boolean {
+  return method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS'
+}
+
+/**
+ * Once a write's body has arrived, which may be 30 s after its headers: the caller is resolved again and every
+ * permission checked before the body is checked again, past a new barrier. Without this a token deleted, expired or
+ * stripped of the permission while the body arrived would still write. The barrier is the write's own (app.ts), taken
+ * again: this node's state must hold every write acknowledged before the body's last byte, and on a follower the
+ * delete of the token may have been acknowledged by the leader without being applied here yet. Checks made after the
+ * body (a config entry's, which depend on its kind and name) resolve the caller afresh by themselves.
+ */
+export async function authorizeAfterBody(ctx: ApiContext): Promise<void> {
+  ctx.state.bodyRead = true
+  if (!isWriteMethod(ctx.method)) return
+  await ctx.state.app.cluster.readBarrier('leader')
+  ctx.state.caller = undefined
+  const caller = await callerOf(ctx)
+  for (const { resource, access, name } of ctx.state.checksBeforeBody ?? []) {
+    if (!caller.permissions.allows(resource, access, name)) throw deniedError(caller.accessorID, resource, access, name)
+  }
 }
 
 const NAMESPACE = /^[A-Za-z0-9_-]{1,64}$/
