@@ -110,6 +110,7 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
     const transport = await PeerTransport.start({
       nodeName: config.nodeName,
       advertiseAddress: formatAddress(config.clusterAddr),
+      datacenter: config.datacenter,
       clusterKey: config.clusterKey,
       listen: config.clusterAddr,
       peers: new Map(peers),

@@ -1,10 +1,12 @@
 /**
  * One WebSocket connection to a peer, from its first byte to its close: the handshake state machine (handshake.ts),
- * then frame decoding, keepalive and orderly closing. A Link knows nothing of queues, requests or which link of a
- * pair to keep; it asks its host (the PeerTransport) and reports to it.
+ * then sealed frames (seal.ts), keepalive and orderly closing. A Link knows nothing of queues, requests or which link
+ * of a pair to keep; it asks its host (the PeerTransport) and reports to it.
  *
- * Invariant: the host hears of a data frame only from a link in state 'open', and a link becomes 'open' only after
- * the handshake verified the peer's proof of the cluster key. Nothing an unauthenticated party sends reaches the host.
+ * Invariant: the host hears of a data frame only from a link in state 'open', a link becomes 'open' only after the
+ * handshake verified the peer's proof of the cluster key, and an open link delivers only frames that opened under
+ * its keys at their place in the sequence. Nothing an unauthenticated party sends, nor anything altered on the path,
+ * reaches the host.
  */
 import { performance } from 'node:perf_hooks'
 import type { Logger } from 'pino'
@@ -18,11 +20,14 @@ import {
   HANDSHAKE_FRAME_BYTES_MAX,
   isHandshakeFrame,
   PROTOCOL_VERSION,
+  ProtocolVersionError,
   type DataFrame,
   type Frame,
   type HandshakeFrame,
+  type LinkKind,
 } from './frames.js'
-import { freshNonce, type ClusterKey, type Direction, type HandshakeTranscript } from './handshake.js'
+import { freshNonce, type ClusterKey, type ClusterKeys, type Direction, type HandshakeTranscript } from './handshake.js'
+import { Opener, Sealer } from './seal.js'
 
 /** WebSocket close codes. 4000-4999 are for applications (RFC 6455 §7.4.2); ws itself sends 1009 for a frame too large. */
 export const CloseCode = {
@@ -34,6 +39,10 @@ export const CloseCode = {
   handshakeTimeout: 4004,
   removed: 4005,
   silent: 4006,
+  /** A sealed frame did not open: altered, replayed, reordered, dropped before it, or from another link. */
+  notAuthentic: 4007,
+  /** The link sealed SEALED_FRAMES_MAX frames; a new link has new keys. */
+  exhausted: 4008,
 } as const
 
 /**
@@ -47,8 +56,12 @@ const KEEPALIVE_MISSES_MAX = 3
 export interface LinkHost {
   readonly nodeName: string
   readonly advertiseAddress: string
+  /** This node's datacenter, stated in the handshake; a Raft link refuses a peer of another. */
+  readonly datacenter: string
+  /** The one kind of link this node's transport serves and dials. */
+  readonly linkKind: LinkKind
   /** Undefined when no key is configured: then every handshake is refused. */
-  readonly clusterKey: ClusterKey | undefined
+  readonly keys: ClusterKeys | undefined
   readonly handshakeTimeoutMs: number
   readonly keepaliveIntervalMs: number
   readonly log: Logger
@@ -63,6 +76,8 @@ export interface LinkHost {
   onFrame(link: Link, frame: DataFrame): void
   /** The handshake failed, refused by either side (the link logs why); for the host's counters. */
   onHandshakeFailed(link: Link): void
+  /** A sealed frame failed to open on this open link (which then closes; the link logs it); for the host's counters. */
+  onFrameRejected(link: Link): void
   /** The socket closed, whatever the state; called exactly once. */
   onClose(link: Link): void
 }
@@ -89,7 +104,14 @@ export class Link {
   /** Which handshake frame this side waits for next; undefined once open. */
   private awaiting: HandshakeFrame['type'] | undefined
   private readonly localNonce = freshNonce()
+  /** Acceptor: the nonce of the hello, kept until the proof completes the transcript. */
+  private dialerNonce: Buffer | undefined
   private transcript: HandshakeTranscript | undefined
+  /** The key this handshake proves under: the dialer's own, or the one the acceptor found the dialer's proof made with. */
+  private handshakeKey: ClusterKey | undefined
+  /** Set when the link is authenticated: seals what this side writes, and opens what the peer wrote. */
+  private sealer: Sealer | undefined
+  private opener: Opener | undefined
   private lastReceivedAtMs = performance.now()
   private handshakeTimer: NodeJS.Timeout | undefined
   private keepaliveTimer: NodeJS.Timeout | undefined
@@ -115,7 +137,7 @@ export class Link {
     ws.on('message', (data, isBinary) => this.onData(data, isBinary))
     ws.on('pong', () => this.touch())
     ws.on('ping', () => this.touch())
-    ws.on('close', (code) => this.onSocketClose(code))
+    ws.on('close', (code, reason) => this.onSocketClose(code, reason))
     // ws emits 'close' after every error, which does the work. Refused dials and resets are routine (debug); a
     // WS_ERR_* is the peer breaking the WebSocket protocol, a frame above maxPayload for one, which is worth a warning.
     ws.on('error', (error: Error & { code?: unknown }) => {
@@ -143,10 +165,19 @@ export class Link {
     return this.state === 'open' && this.ws.readyState === this.ws.OPEN
   }
 
-  /** Writes one encoded data frame; `done` runs once it has left for the kernel (or failed because the link closed). */
+  /**
+   * Seals and writes one encoded data frame; `done` runs once it has left for the kernel (or failed because the link
+   * closed). Frames are sealed in the order they are written, which is the order ws puts them on the socket.
+   */
   write(bytes: Buffer, done: (error?: Error | null) => void): void {
-    assert(this.state === 'open', 'write on a link that is not open')
-    this.ws.send(bytes, { binary: true }, done)
+    assert(this.state === 'open' && this.sealer !== undefined, 'write on a link that is not open')
+    if (this.sealer.exhausted) {
+      this.log.info({ peer: this.peer }, 'peer link sealed as many frames as one key may; closing it for a new one')
+      this.close(CloseCode.exhausted, 'sealed frames exhausted')
+      done(new Error('the link sealed as many frames as one key may'))
+      return
+    }
+    this.ws.send(this.sealer.seal(bytes), { binary: true }, done)
   }
 
   /**
@@ -177,36 +208,52 @@ export class Link {
     if (this.state === 'closed' || (this.closeTimer !== undefined && !this.draining)) return
     this.touch()
     if (!isBinary) return this.fail('text frame', CloseCode.badFrame)
-    const bytes = toBuffer(data)
-    if (this.state === 'handshake' && bytes.length > HANDSHAKE_FRAME_BYTES_MAX) {
-      return this.refuse('handshake frame too large', CloseCode.badFrame)
+    if (this.state === 'handshake') return this.onHandshakeData(toBuffer(data))
+    assert(this.opener !== undefined, 'an open link without keys')
+    const plaintext = this.opener.open(toBuffer(data))
+    if (plaintext === undefined) {
+      this.host.onFrameRejected(this)
+      return this.fail('sealed frame failed to open', CloseCode.notAuthentic)
     }
     let frame: Frame
     try {
-      frame = decodeFrame(bytes)
+      frame = decodeFrame(plaintext)
     } catch (error) {
       if (!(error instanceof FrameError)) throw error
-      if (this.state === 'handshake') return this.refuse(`bad handshake frame: ${error.message}`, CloseCode.badFrame)
+      // The peer sealed it, so the peer (which proved the key) sent it: a bug or a version skew there, not an attack.
       return this.fail(`bad frame: ${error.message}`, CloseCode.badFrame)
     }
-    if (this.state === 'handshake') return this.onHandshakeFrame(frame)
     if (isHandshakeFrame(frame)) return this.fail(`${frame.type} frame after the handshake`, CloseCode.badFrame)
     this.host.onFrame(this, frame)
   }
 
+  /** A frame before the link is authenticated: in clear, small, and only the one handshake frame awaited. */
+  private onHandshakeData(bytes: Buffer): void {
+    if (bytes.length > HANDSHAKE_FRAME_BYTES_MAX) return this.refuse('handshake frame too large', CloseCode.badFrame)
+    let frame: Frame
+    try {
+      frame = decodeFrame(bytes)
+    } catch (error) {
+      if (error instanceof ProtocolVersionError) return this.refuseVersion(error.version)
+      if (!(error instanceof FrameError)) throw error
+      return this.refuse(`bad handshake frame: ${error.message}`, CloseCode.badFrame)
+    }
+    this.onHandshakeFrame(frame)
+  }
+
   private onHandshakeFrame(frame: Frame): void {
     if (frame.type !== this.awaiting) return this.refuse(`expected a ${this.awaiting} frame, got ${frame.type}`, CloseCode.refused)
-    const key = this.host.clusterKey
-    if (key === undefined) return this.refuse('no cluster key is configured', CloseCode.refused)
+    const keys = this.host.keys
+    if (keys === undefined) return this.refuse('no cluster key is configured', CloseCode.refused)
     switch (frame.type) {
       case 'hello':
-        return this.onHello(frame, key)
+        return this.onHello(frame)
       case 'challenge':
-        return this.onChallenge(frame, key)
+        return this.onChallenge(frame, keys)
       case 'proof':
-        return this.onProof(frame, key)
+        return this.onProof(frame, keys)
       case 'welcome':
-        return this.onWelcome(frame, key)
+        return this.onWelcome(frame)
       default:
         // Data frames never match `awaiting`, so they were refused above.
         return unreachable(frame, 'data frame in a handshake')
@@ -219,65 +266,105 @@ export class Link {
     this.send({ type: 'hello', version: PROTOCOL_VERSION, node: nodeName, address: advertiseAddress, nonce: this.localNonce })
   }
 
-  /** Acceptor: a dialer names itself. Nothing is proven to a node outside the peer set. */
-  private onHello(frame: Extract<Frame, { type: 'hello' }>, key: ClusterKey): void {
+  /**
+   * Acceptor: a dialer names itself. Nothing is proven to a node outside the peer set (nor of another version: the
+   * decoder refused that hello already, see refuseVersion).
+   */
+  private onHello(frame: Extract<Frame, { type: 'hello' }>): void {
     this.peer = frame.node
-    if (frame.version !== PROTOCOL_VERSION) return this.refuse(`unsupported protocol version ${frame.version}`, CloseCode.refused)
     if (frame.node === this.host.nodeName || !this.host.isPeer(frame.node)) return this.refuse('not a node of the peer set', CloseCode.refused)
     this.peerAdvertiseAddress = frame.address
-    this.transcript = {
-      dialerNode: frame.node,
-      acceptorNode: this.host.nodeName,
-      dialerAddress: frame.address,
-      acceptorAddress: this.host.advertiseAddress,
-      dialerNonce: frame.nonce,
-      acceptorNonce: this.localNonce,
-    }
+    this.dialerNonce = frame.nonce
     this.awaiting = 'proof'
-    const { nodeName, advertiseAddress } = this.host
+    const { nodeName, advertiseAddress, datacenter, linkKind } = this.host
     // No proof here: whoever dials may be a stranger who names a peer, and an HMAC of the key over a transcript it
     // chose would let it test guesses of a weak key offline. The acceptor proves the key only to a proven dialer.
-    this.send({ type: 'challenge', node: nodeName, address: advertiseAddress, nonce: this.localNonce })
+    this.send({ type: 'challenge', node: nodeName, address: advertiseAddress, datacenter, kind: linkKind, nonce: this.localNonce })
   }
 
-  /** Dialer: the acceptor names itself; we prove the key first (we dialed a peer address we were given). */
-  private onChallenge(frame: Extract<Frame, { type: 'challenge' }>, key: ClusterKey): void {
+  /**
+   * Dialer: the acceptor names itself; we prove the key first (we dialed a peer address we were given), unless it is
+   * not the node, the datacenter or the kind of link we meant to reach.
+   */
+  private onChallenge(frame: Extract<Frame, { type: 'challenge' }>, keys: ClusterKeys): void {
     if (frame.node !== this.peer) return this.refuse(`dialed ${this.peer ?? '?'} but ${frame.node} answered`, CloseCode.refused)
+    const mismatch = this.mismatch(frame.kind, frame.datacenter)
+    if (mismatch !== undefined) return this.refuse(mismatch, CloseCode.refused)
     this.peerAdvertiseAddress = frame.address
     this.transcript = {
+      kind: this.host.linkKind,
       dialerNode: this.host.nodeName,
       acceptorNode: frame.node,
       dialerAddress: this.host.advertiseAddress,
       acceptorAddress: frame.address,
+      dialerDatacenter: this.host.datacenter,
+      acceptorDatacenter: frame.datacenter,
       dialerNonce: this.localNonce,
       acceptorNonce: frame.nonce,
     }
+    this.handshakeKey = keys.proving
     this.awaiting = 'welcome'
-    this.send({ type: 'proof', proof: key.proof('dialer', this.transcript) })
+    const { datacenter, linkKind } = this.host
+    this.send({ type: 'proof', datacenter, kind: linkKind, proof: keys.proving.proof('dialer', this.transcript) })
   }
 
-  /** Acceptor: the dialer proves the key; the link opens if the host keeps it. */
-  private onProof(frame: Extract<Frame, { type: 'proof' }>, key: ClusterKey): void {
-    assert(this.transcript !== undefined && this.peer !== undefined, 'proof awaited before a hello was taken')
-    if (!key.verify('dialer', this.transcript, frame.proof)) return this.refuse('peer did not prove the cluster key', CloseCode.refused)
+  /**
+   * Acceptor: the dialer proves the key, with ours or one we accept; the link opens if the host keeps it. The kind
+   * and datacenter are checked first: refusing them costs no HMAC and proves nothing either way.
+   */
+  private onProof(frame: Extract<Frame, { type: 'proof' }>, keys: ClusterKeys): void {
+    assert(this.dialerNonce !== undefined && this.peer !== undefined && this.peerAdvertiseAddress !== undefined, 'proof awaited before a hello was taken')
+    const mismatch = this.mismatch(frame.kind, frame.datacenter)
+    if (mismatch !== undefined) return this.refuse(mismatch, CloseCode.refused)
+    this.transcript = {
+      kind: this.host.linkKind,
+      dialerNode: this.peer,
+      acceptorNode: this.host.nodeName,
+      dialerAddress: this.peerAdvertiseAddress,
+      acceptorAddress: this.host.advertiseAddress,
+      dialerDatacenter: frame.datacenter,
+      acceptorDatacenter: this.host.datacenter,
+      dialerNonce: this.dialerNonce,
+      acceptorNonce: this.localNonce,
+    }
+    // welcome and the sealing keys use the key the dialer proved with, the only one the dialer knows.
+    this.handshakeKey = keys.verifying('dialer', this.transcript, frame.proof)
+    if (this.handshakeKey === undefined) return this.refuse('peer did not prove the cluster key', CloseCode.refused)
     // The peer set may have changed since the hello.
     if (!this.host.isPeer(this.peer)) return this.refuse('not a node of the peer set', CloseCode.refused)
     if (!this.host.shouldKeep(this)) return this.dropDuplicate()
     // welcome goes out before onOpen, which may flush queued data frames on this link: the dialer must see it first.
-    this.send({ type: 'welcome', proof: key.proof('acceptor', this.transcript) })
+    this.send({ type: 'welcome', proof: this.handshakeKey.proof('acceptor', this.transcript) })
     this.open()
   }
 
-  /** Dialer: the acceptor verified us, keeps this link, and proves the key in turn. */
-  private onWelcome(frame: Extract<Frame, { type: 'welcome' }>, key: ClusterKey): void {
-    assert(this.transcript !== undefined, 'welcome awaited before a challenge was taken')
-    if (!key.verify('acceptor', this.transcript, frame.proof)) return this.refuse('peer did not prove the cluster key', CloseCode.refused)
+  /** Dialer: the acceptor verified us, keeps this link, and proves the key in turn (the key we proved with). */
+  private onWelcome(frame: Extract<Frame, { type: 'welcome' }>): void {
+    assert(this.transcript !== undefined && this.handshakeKey !== undefined, 'welcome awaited before a challenge was taken')
+    if (!this.handshakeKey.verify('acceptor', this.transcript, frame.proof)) return this.refuse('peer did not prove the cluster key', CloseCode.refused)
     if (this.host.shouldKeep(this)) return this.open()
     // We took a better link with this peer since we dialed. The acceptor decided before us and may already be
     // writing on this one, so it is authenticated and drained while it closes, not dropped like a handshake.
     this.authenticated()
     this.log.debug({ peer: this.peer }, 'closing a duplicate peer link')
     this.close(CloseCode.duplicate, 'duplicate link', { drain: true })
+  }
+
+  /**
+   * Why a peer stating `kind` and `datacenter` may not have this link, or undefined. A Raft link joins the servers of
+   * one datacenter: a peer of another may hold the same cluster key (one key for a federation), but its votes and
+   * entries belong to another Raft group. (A cross-datacenter kind would require the opposite.)
+   */
+  private mismatch(kind: string, datacenter: string): string | undefined {
+    if (kind !== this.host.linkKind) return `peer asks for a ${kind} link; this node serves ${this.host.linkKind} links`
+    if (datacenter !== this.host.datacenter) return `peer is in datacenter ${datacenter}; a ${kind} link joins servers of datacenter ${this.host.datacenter} only`
+    return undefined
+  }
+
+  /** A hello of another protocol version: refused with both versions named, and a close reason a later version can log. */
+  private refuseVersion(version: number): void {
+    const reason = `unsupported protocol version ${version}: this node speaks ${PROTOCOL_VERSION} (sealed links) and there is no mixed mode; run one release on every node`
+    this.refuse(reason, CloseCode.refused, `protocol version ${PROTOCOL_VERSION} required`)
   }
 
   private onHandshakeTimeout(): void {
@@ -297,10 +384,18 @@ export class Link {
     this.host.onOpen(this)
   }
 
+  /** The handshake succeeded: from here on every frame is sealed, each way under its own key (handshake.ts). */
   private authenticated(): void {
+    assert(this.transcript !== undefined && this.handshakeKey !== undefined, 'authenticated before both proofs were checked')
+    const keys = this.handshakeKey.sealingKeys(this.transcript)
+    const [sealing, opening] = this.role === 'dialer' ? [keys.dialerToAcceptor, keys.acceptorToDialer] : [keys.acceptorToDialer, keys.dialerToAcceptor]
+    this.sealer = new Sealer(sealing)
+    this.opener = new Opener(opening)
     this.state = 'open'
     this.awaiting = undefined
     this.transcript = undefined
+    this.handshakeKey = undefined
+    this.dialerNonce = undefined
     clearTimeout(this.handshakeTimer)
     this.handshakeTimer = undefined
   }
@@ -326,12 +421,12 @@ export class Link {
   }
 
   /** A handshake that failed: logged without secrets (names, addresses and the reason only), counted, closed. */
-  private refuse(reason: string, code: number): void {
+  private refuse(reason: string, code: number, closeReason = 'handshake refused'): void {
     if (this.state !== 'handshake') return
     // Anyone who reaches the peer port can cause these: at most one line per kind of reason per 10 s.
     this.host.warnings.warn(this.log, warningKey(reason), { peer: this.peer, reason }, 'peer handshake refused')
     this.host.onHandshakeFailed(this)
-    this.close(code, 'handshake refused')
+    this.close(code, closeReason)
   }
 
   /** An authenticated peer broke the protocol: close the link, never the process. */
@@ -344,7 +439,7 @@ export class Link {
     this.ws.send(encodeFrame(frame), { binary: true })
   }
 
-  private onSocketClose(code: number): void {
+  private onSocketClose(code: number, reason: Buffer): void {
     if (this.state === 'closed') return
     const wasHandshaking = this.state === 'handshake'
     const closedByUs = this.closeTimer !== undefined
@@ -353,8 +448,11 @@ export class Link {
     this.clearTimers()
     clearTimeout(this.closeTimer)
     if (wasHandshaking && !closedByUs && code === CloseCode.refused) {
-      // The other side refused us (it logged why on its side; a wrong key shows up here as a bad proof there).
-      this.log.warn({ peer: this.peer }, 'peer refused the handshake')
+      // The other side refused us (it logged why on its side; a wrong key shows up here as a bad proof there). Its
+      // close reason is at most 123 bytes by RFC 6455 and says little on purpose; a version mismatch names the version.
+      // Once per peer per interval: the dialer retries every few seconds for as long as the cause lasts.
+      const fields = { peer: this.peer, closeReason: reason.toString('utf8') }
+      this.host.warnings.warn(this.log, `peer refused\u0000${this.peer ?? ''}`, fields, 'peer refused the handshake')
       this.host.onHandshakeFailed(this)
     }
     this.host.onClose(this)

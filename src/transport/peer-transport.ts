@@ -7,10 +7,12 @@
  *   when the peer's queue is full (send returns false), and when the link is lost or a dial fails (whatever was
  *   still queued is dropped, since it would be stale by the time a reconnect succeeds).
  * - Nothing from a connection is delivered before it has passed the handshake (handshake.ts), and the `from` given
- *   to handlers is the node name proven there, never an address.
+ *   to handlers is the node name proven there, never an address. After the handshake every frame is sealed (seal.ts):
+ *   nobody on the path can read, alter, replay, reorder or move one; one that fails to open closes its link, which
+ *   the transport redials as after any loss.
  * - Everything is bounded: frame size, queued frames and bytes per peer, socket buffer before queueing, requests in
- *   flight each way, pending inbound handshakes. When a bound is hit the caller is told (false, a typed error, a
- *   `rate_limited` answer) and nothing grows.
+ *   flight each way, pending inbound handshakes (pending.ts: a flood of them cannot crowd out a real peer's). When a
+ *   bound is hit the caller is told (false, a typed error, a `rate_limited` answer) and nothing grows.
  *
  * Threading: all methods are called from the one event loop; handlers run synchronously inside socket events, so a
  * handler that throws is a bug and takes the process down (STYLE.md: broken invariants crash the node).
@@ -27,9 +29,11 @@ import { clusterAddressProblem } from '../lib/cluster-address.js'
 import { errorFromWire, InvalidInputError, WardenError, type WireError } from '../lib/errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
 import { TransportError, type Delivery, type TransportErrorCode } from './errors.js'
-import { ADDRESS_CHARS_MAX, encodeFrame, HANDSHAKE_FRAME_BYTES_MAX, isNodeName, type DataFrame } from './frames.js'
-import { ClusterKey } from './handshake.js'
+import { ADDRESS_CHARS_MAX, encodeFrame, HANDSHAKE_FRAME_BYTES_MAX, isDatacenter, isNodeName, type DataFrame, type LinkKind } from './frames.js'
+import { ACCEPT_KEYS_MAX, ClusterKeys } from './handshake.js'
 import { CloseCode, Link, type LinkHost } from './link.js'
+import { addressGroup, PendingConnections } from './pending.js'
+import { SEAL_TAG_BYTES } from './seal.js'
 
 /** The HTTP path of the peer endpoint; any other upgrade request is answered 400 by ws. */
 export const PEER_PATH = '/warden/peer/v1'
@@ -38,8 +42,20 @@ export interface TransportOptions {
   nodeName: string
   /** The cluster address this node advertises to its peers (carried, and proven, in the handshake). */
   advertiseAddress: string
-  /** The shared cluster key; required as soon as there is any peer. */
+  /** This node's datacenter, carried (and proven) in the handshake: a Raft link refuses a peer of another. */
+  datacenter: string
+  /** The kind of link this transport serves and dials (frames.ts LinkKind). Default 'raft'. */
+  linkKind?: LinkKind
+  /**
+   * The shared cluster key; required as soon as there is any peer. This node proves with it, and the keys that seal
+   * its links derive from it (or from an accepted key a peer proved with).
+   */
   clusterKey: string | undefined
+  /**
+   * Keys accepted from a dialing peer besides clusterKey, for rotation (handshake.ts): a link whose dialer proved
+   * with one of them is sealed under it. At most 8. Default none.
+   */
+  acceptKeys?: readonly string[]
   /** Port 0 picks a free port; the bound one is `PeerTransport.address`. */
   listen: { host: string; port: number }
   /** Node name to the host:port to dial it at (which may be a proxy in front of it). This node's own name is ignored. */
@@ -82,6 +98,8 @@ export interface PeerStats {
   socketBufferedBytes: number
   /** Frames refused (queue full) or dropped (queued when the link was lost or a dial failed). */
   framesDropped: number
+  /** Sealed frames from this peer's links that failed to open (each closed its link). */
+  framesRejected: number
 }
 
 export interface TransportStats {
@@ -92,6 +110,8 @@ export interface TransportStats {
   handshakesFailed: number
   /** Frames refused because they encoded larger than frameBytesMax. */
   framesOversized: number
+  /** Sealed frames that failed to open, on any link: altered, replayed, reordered or from another link. */
+  framesRejected: number
   requestsInFlight: number
   requestsServing: number
 }
@@ -146,6 +166,7 @@ interface Peer {
   readonly backoff: Backoff
   readonly queue: BoundedQueue<OutFrame>
   framesDropped: number
+  framesRejected: number
   /** Whether the last send was refused: the warning is logged once per run of refusals, not per frame. */
   refusing: boolean
 }
@@ -164,15 +185,14 @@ export class PeerTransport {
   private readonly peers = new Map<string, Peer>()
   /** Every link not yet closed, in any state: what stop() must close. Bounded by the server's maxConnections. */
   private readonly links = new Set<Link>()
-  /** Inbound links still in their handshake, oldest first. Invariant: size <= handshakesPendingMax. */
-  private readonly inboundHandshakes = new Set<Link>()
+  /** Inbound links still in their handshake. Invariant: size <= handshakesPendingMax (see pending.ts for who goes). */
+  private readonly inboundHandshakes: PendingConnections<Link>
   /**
-   * Accepted sockets not yet part of an authenticated link (no upgrade yet, or a handshake under way), oldest first.
-   * At the bound the oldest is dropped, not the newest: anyone can open idle connections to the peer port, and
-   * refusing newcomers would let a few dozen of them keep every real peer out, while a real handshake completes in
-   * milliseconds, long before it would become the oldest.
+   * Accepted sockets not yet part of an authenticated link (no upgrade yet, or a handshake under way). Invariant:
+   * size <= handshakesPendingMax + CONNECTIONS_SLACK. At the bound the oldest of the address holding the most goes
+   * (pending.ts), so a flood of idle or churning connections evicts its own and never a real peer's.
    */
-  private readonly unauthenticated = new Set<Socket>()
+  private readonly unauthenticated: PendingConnections<Socket>
   private readonly socketOf = new Map<Link, Socket>()
   /** Stops counting what an accepted link's socket sent before it proved the key (countBeforeProof). */
   private readonly stopCounting = new Map<Link, () => void>()
@@ -182,6 +202,7 @@ export class PeerTransport {
   private requestsServing = 0
   private handshakesFailed = 0
   private framesOversized = 0
+  private framesRejected = 0
   private stopping: Promise<void> | undefined
   private messageHandler: MessageHandler | undefined
   private requestHandler: RequestHandler | undefined
@@ -195,7 +216,7 @@ export class PeerTransport {
   private constructor(
     private readonly nodeName: string,
     advertiseAddress: string,
-    clusterKey: ClusterKey | undefined,
+    identity: { datacenter: string; linkKind: LinkKind; keys: ClusterKeys | undefined },
     private readonly settings: Settings,
     private readonly server: Server,
     private readonly wss: WebSocketServer,
@@ -204,10 +225,12 @@ export class PeerTransport {
   ) {
     const bound = server.address() as AddressInfo
     this.address = { host: bound.address, port: bound.port }
+    this.inboundHandshakes = new PendingConnections(settings.handshakesPendingMax)
+    this.unauthenticated = new PendingConnections(settings.handshakesPendingMax + CONNECTIONS_SLACK)
     this.host = {
       nodeName,
       advertiseAddress,
-      clusterKey,
+      ...identity,
       handshakeTimeoutMs: settings.handshakeTimeoutMs,
       keepaliveIntervalMs: settings.keepaliveIntervalMs,
       log,
@@ -217,6 +240,7 @@ export class PeerTransport {
       onOpen: (link) => this.onOpen(link),
       onFrame: (link, frame) => this.onFrame(link, frame),
       onHandshakeFailed: () => (this.handshakesFailed += 1),
+      onFrameRejected: (link) => this.onFrameRejected(link),
       onClose: (link) => this.onClose(link),
     }
   }
@@ -228,13 +252,20 @@ export class PeerTransport {
       throw new InvalidInputError('advertiseAddress', `must be at most ${ADDRESS_CHARS_MAX} characters`)
     }
     if (options.clusterKey === '') throw new InvalidInputError('clusterKey', 'must not be empty')
+    if (!isDatacenter(options.datacenter)) throw new InvalidInputError('datacenter', 'must be a string of 1 to 64 characters')
+    const linkKind = options.linkKind ?? 'raft'
+    if (linkKind !== 'raft') throw new InvalidInputError('linkKind', "must be 'raft'")
+    const acceptKeys = options.acceptKeys ?? []
+    if (acceptKeys.length > ACCEPT_KEYS_MAX) throw new InvalidInputError('acceptKeys', `must hold at most ${ACCEPT_KEYS_MAX} keys`)
+    if (acceptKeys.some((key) => typeof key !== 'string' || key === '')) throw new InvalidInputError('acceptKeys', 'must not hold an empty key')
+    if (acceptKeys.length > 0 && options.clusterKey === undefined) throw new InvalidInputError('acceptKeys', 'needs a clusterKey to prove with')
     // The peers given at start are the agent's own settings: a bad one is refused here, where the operator sees it,
     // while setPeers (fed later from replicated state too) skips one instead.
     for (const [name, address] of options.peers) {
       const problem = name === options.nodeName ? undefined : peerProblem(name, address)
       if (problem !== undefined) throw new InvalidInputError('peers', problem)
     }
-    const clusterKey = options.clusterKey === undefined ? undefined : new ClusterKey(options.clusterKey)
+    const keys = options.clusterKey === undefined ? undefined : new ClusterKeys(options.clusterKey, acceptKeys)
     const log = transportLogger(options.log, options.nodeName)
 
     // An HTTP server of our own (rather than ws's) so that stop() can close connections that never upgraded, and
@@ -252,7 +283,8 @@ export class PeerTransport {
     const wss = new WebSocketServer({
       server,
       path: PEER_PATH,
-      maxPayload: settings.frameBytesMax,
+      // A sealed frame is its plaintext (at most frameBytesMax) and a tag.
+      maxPayload: settings.frameBytesMax + SEAL_TAG_BYTES,
       // Compression would let a small frame inflate past what maxPayload was meant to bound, and costs CPU per frame.
       perMessageDeflate: false,
       // The transport tracks its own links; ws's set would be a second, unbounded-by-us copy.
@@ -267,10 +299,12 @@ export class PeerTransport {
       })
     })
     const random = options.random ?? cryptoRandom
-    const transport = new PeerTransport(options.nodeName, options.advertiseAddress, clusterKey, settings, server, wss, log, random)
+    const identity = { datacenter: options.datacenter, linkKind, keys }
+    const transport = new PeerTransport(options.nodeName, options.advertiseAddress, identity, settings, server, wss, log, random)
     server.on('connection', (socket: Socket) => transport.onConnection(socket))
     wss.on('connection', (ws, request) => transport.accept(ws, request))
-    log.info({ address: transport.address, advertiseAddress: options.advertiseAddress }, 'peer transport listening')
+    const listening = { address: transport.address, advertiseAddress: options.advertiseAddress, datacenter: options.datacenter, linkKind, acceptKeys: acceptKeys.length }
+    log.info(listening, 'peer transport listening (links sealed)')
     try {
       transport.setPeers(options.peers)
     } catch (error) {
@@ -352,7 +386,7 @@ export class PeerTransport {
   setPeers(peers: Map<string, string>): void {
     assert(this.stopping === undefined, 'setPeers after stop')
     const wanted = new Map([...peers].filter(([name]) => name !== this.nodeName))
-    if (wanted.size > 0 && this.host.clusterKey === undefined) {
+    if (wanted.size > 0 && this.host.keys === undefined) {
       throw new InvalidInputError('clusterKey', 'required when the cluster has other nodes')
     }
     const usable = new Map<string, string>()
@@ -387,6 +421,7 @@ export class PeerTransport {
         queueBytes: peer.queue.totalSize,
         socketBufferedBytes: peer.link?.bufferedBytes ?? 0,
         framesDropped: peer.framesDropped,
+        framesRejected: peer.framesRejected,
       })
     }
     return {
@@ -395,6 +430,7 @@ export class PeerTransport {
       handshakesPending: this.inboundHandshakes.size,
       handshakesFailed: this.handshakesFailed,
       framesOversized: this.framesOversized,
+      framesRejected: this.framesRejected,
       requestsInFlight: this.requests.size,
       requestsServing: this.requestsServing,
     }
@@ -436,6 +472,7 @@ export class PeerTransport {
       backoff: new Backoff(this.settings.backoff, this.random),
       queue: new BoundedQueue(this.settings.sendQueueFramesMax, this.settings.sendQueueBytesMax, sizeOf),
       framesDropped: 0,
+      framesRejected: 0,
       refusing: false,
     }
     this.peers.set(name, peer)
@@ -472,7 +509,7 @@ export class PeerTransport {
     peer.dialTimer = undefined
     if (this.stopping !== undefined || peer.link !== undefined || peer.dialing !== undefined || this.peers.get(peer.name) !== peer) return
     const ws = new WebSocket(`ws://${peer.address}${PEER_PATH}`, {
-      maxPayload: this.settings.frameBytesMax,
+      maxPayload: this.settings.frameBytesMax + SEAL_TAG_BYTES,
       perMessageDeflate: false,
       handshakeTimeout: this.settings.handshakeTimeoutMs,
     })
@@ -486,31 +523,26 @@ export class PeerTransport {
     peer.dialTimer = setTimeout(() => this.dial(peer), peer.backoff.next())
   }
 
-  /** A new TCP connection to the peer port: beyond the bound, the oldest unauthenticated one goes. */
+  /** A new TCP connection to the peer port: beyond the bound, one unauthenticated connection goes (pending.ts). */
   private onConnection(socket: Socket): void {
-    this.unauthenticated.add(socket)
     socket.once('close', () => this.unauthenticated.delete(socket))
-    if (this.unauthenticated.size > this.settings.handshakesPendingMax + CONNECTIONS_SLACK) {
-      const oldest = this.unauthenticated.values().next().value!
-      this.unauthenticated.delete(oldest)
-      this.warnPending(`${oldest.remoteAddress ?? '?'}:${oldest.remotePort ?? '?'}`)
-      oldest.destroy()
-    }
+    const evicted = this.unauthenticated.add(socket, addressGroup(socket.remoteAddress))
+    if (evicted === undefined) return
+    this.warnPending(`${evicted.remoteAddress ?? '?'}:${evicted.remotePort ?? '?'}`)
+    evicted.destroy()
   }
 
   private accept(ws: WebSocket, request: IncomingMessage): void {
     const remoteAddress = `${request.socket.remoteAddress ?? '?'}:${request.socket.remotePort ?? '?'}`
     if (this.stopping !== undefined) return ws.terminate()
-    if (this.inboundHandshakes.size >= this.settings.handshakesPendingMax) {
-      // The oldest handshake goes, for the reason given at `unauthenticated`.
-      const oldest = this.inboundHandshakes.values().next().value!
-      this.inboundHandshakes.delete(oldest)
-      this.warnPending(oldest.remoteAddress)
-      oldest.terminate()
-    }
     const link = new Link(ws, 'acceptor', remoteAddress, this.host)
     this.links.add(link)
-    this.inboundHandshakes.add(link)
+    // Beyond the bound one handshake goes, for the reason given at `unauthenticated`.
+    const evicted = this.inboundHandshakes.add(link, addressGroup(request.socket.remoteAddress))
+    if (evicted !== undefined) {
+      this.warnPending(evicted.remoteAddress)
+      evicted.terminate()
+    }
     this.socketOf.set(link, request.socket)
     this.stopCounting.set(link, this.countBeforeProof(request.socket, remoteAddress))
   }
@@ -536,7 +568,7 @@ export class PeerTransport {
 
   private warnPending(remoteAddress: string): void {
     const { handshakesPendingMax } = this.settings
-    this.pendingWarnings.warn(this.log, 'too many pending handshakes', { remoteAddress, handshakesPendingMax }, 'too many pending peer handshakes, dropping the oldest')
+    this.pendingWarnings.warn(this.log, 'too many pending handshakes', { remoteAddress, handshakesPendingMax }, 'too many pending peer handshakes, dropping the oldest of the busiest address')
   }
 
   /**
@@ -609,6 +641,13 @@ export class PeerTransport {
       }
       this.lose(peer, link)
     }
+  }
+
+  /** Counted per transport and per peer; the link logs the one rate-limited line and closes itself. */
+  private onFrameRejected(link: Link): void {
+    this.framesRejected += 1
+    const peer = link.peer === undefined ? undefined : this.peers.get(link.peer)
+    if (peer !== undefined) peer.framesRejected += 1
   }
 
   /** The peer's link is gone with nothing to replace it: report it, fail what was waiting on it, redial. */

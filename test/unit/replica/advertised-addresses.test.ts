@@ -35,6 +35,7 @@ function startTransport(nodeName: string, advertiseAddress: string, peers: Map<s
   return PeerTransport.start({
     nodeName,
     advertiseAddress,
+    datacenter: 'dc1',
     clusterKey: CLUSTER_KEY,
     listen: { host: '127.0.0.1', port: 0 },
     peers,

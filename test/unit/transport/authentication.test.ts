@@ -13,20 +13,24 @@ import { WebSocketServer } from 'ws'
 import { PEER_PATH } from '../../../src/transport/index.js'
 import { CloseCode } from '../../../src/transport/link.js'
 import { decodeFrame, encodeFrame, PROTOCOL_VERSION, type Frame } from '../../../src/transport/frames.js'
+import { startRelay } from '../../support/relay.js'
 import { ClusterKey, type HandshakeTranscript } from '../../../src/transport/handshake.js'
 import {
   addressOf,
+  authenticatedClient,
   CLUSTER_KEY,
   connectAll,
   deadAddress,
+  helloAs,
   isConnected,
   logged,
+  proofFrame,
   rawClient,
   sleep,
   startNode,
   useCleanup,
   waitFor,
-  type RawClient,
+  type SealedClient,
   type TestNode,
 } from './harness.js'
 
@@ -49,31 +53,9 @@ describe('transport: authentication and hostile peers', () => {
     return a
   }
 
-  /** Sends a hello as `node` and returns the challenge and the transcript the dialer would prove. */
-  async function hello(client: RawClient, node: string): Promise<{ challenge: Extract<Frame, { type: 'challenge' }>; transcript: HandshakeTranscript }> {
-    const nonce = randomBytes(32)
-    client.send(encodeFrame({ type: 'hello', version: PROTOCOL_VERSION, node, address: `${node}.cluster.test:8300`, nonce }))
-    const challenge = decodeFrame(await client.nextFrame())
-    if (challenge.type !== 'challenge') throw new Error(`expected a challenge, got ${challenge.type}`)
-    const transcript = {
-      dialerNode: node,
-      acceptorNode: challenge.node,
-      dialerAddress: `${node}.cluster.test:8300`,
-      acceptorAddress: challenge.address,
-      dialerNonce: nonce,
-      acceptorNonce: challenge.nonce,
-    }
-    return { challenge, transcript }
-  }
-
   /** A raw client that completes the handshake as b with the real key. */
-  async function authenticatedClient(a: TestNode): Promise<RawClient> {
-    const client = await rawClient(cleanup, a.transport)
-    const { transcript } = await hello(client, 'b')
-    client.send(encodeFrame({ type: 'proof', proof: new ClusterKey(CLUSTER_KEY).proof('dialer', transcript) }))
-    // The acceptor proves the key last, over the same transcript.
-    expect(decodeFrame(await client.nextFrame())).to.deep.equal({ type: 'welcome', proof: new ClusterKey(CLUSTER_KEY).proof('acceptor', transcript) })
-    return client
+  function authenticated(a: TestNode): Promise<SealedClient> {
+    return authenticatedClient(cleanup, a.transport)
   }
 
   it('refuses a peer with the wrong key: nothing delivered either way, the failure logged, the key never logged', async () => {
@@ -142,15 +124,15 @@ describe('transport: authentication and hostile peers', () => {
     const attempts: Array<(transcript: HandshakeTranscript) => Buffer> = [
       // Skips the proof and sends a message instead.
       () => encodeFrame({ type: 'message', payload: 'sneaky' }),
-      () => encodeFrame({ type: 'proof', proof: randomBytes(32) }),
-      (transcript) => encodeFrame({ type: 'proof', proof: new ClusterKey(OTHER_KEY).proof('dialer', transcript) }),
+      () => encodeFrame({ type: 'proof', datacenter: 'dc1', kind: 'raft', proof: randomBytes(32) }),
+      (transcript) => proofFrame(OTHER_KEY, transcript),
       // A proof made with the key, but in the acceptor's role (one a node made when it accepted): the direction
       // label makes it worthless as a dialer's.
-      (transcript) => encodeFrame({ type: 'proof', proof: new ClusterKey(CLUSTER_KEY).proof('acceptor', transcript) }),
+      (transcript) => proofFrame(CLUSTER_KEY, transcript, 'acceptor'),
     ]
     for (const attempt of attempts) {
       const client = await rawClient(cleanup, a.transport)
-      const { challenge, transcript } = await hello(client, 'b')
+      const { challenge, transcript } = await helloAs(client, 'b')
       expect(challenge.node).to.equal('a')
       client.send(attempt(transcript))
       client.send(encodeFrame({ type: 'message', payload: 'after the proof' }))
@@ -170,13 +152,13 @@ describe('transport: authentication and hostile peers', () => {
     const a = await nodeA()
     const client = await rawClient(cleanup, a.transport)
     client.send(encodeFrame({ type: 'hello', version: PROTOCOL_VERSION, node: 'b', address: 'b.cluster.test:8300', nonce: randomBytes(32) }))
-    // The frame as sent, before our decoder: [tag, node, address, nonce] and nothing else.
+    // The frame as sent, before our decoder: [tag, node, address, datacenter, kind, nonce] and nothing else.
     const fields = new Packr({ useRecords: false }).unpack(await client.nextFrame()) as unknown[]
-    expect(fields).to.have.length(4)
-    expect(fields.slice(1, 3)).to.deep.equal(['a', 'a.cluster.test:8300'])
-    expect(Buffer.from(fields[3] as Uint8Array)).to.have.length(32)
-    // Without a proof of our own, the acceptor answers nothing more and drops the connection at its timeout.
-    client.send(encodeFrame({ type: 'proof', proof: randomBytes(32) }))
+    expect(fields).to.have.length(6)
+    expect(fields.slice(1, 5)).to.deep.equal(['a', 'a.cluster.test:8300', 'dc1', 'raft'])
+    expect(Buffer.from(fields[5] as Uint8Array)).to.have.length(32)
+    // Without a proof of our own, the acceptor answers nothing more and drops the connection.
+    client.send(encodeFrame({ type: 'proof', datacenter: 'dc1', kind: 'raft', proof: randomBytes(32) }))
     expect(await client.closedWith()).to.equal(CloseCode.refused)
     expect(client.received).to.deep.equal([])
   })
@@ -198,8 +180,18 @@ describe('transport: authentication and hostile peers', () => {
         const frame = decodeFrame(data as Buffer)
         seen.push(frame)
         if (frame.type === 'hello') {
-          transcript = { dialerNode: frame.node, acceptorNode: 'b', dialerAddress: frame.address, acceptorAddress: 'b.cluster.test:8300', dialerNonce: frame.nonce, acceptorNonce: nonce }
-          socket.send(encodeFrame({ type: 'challenge', node: 'b', address: 'b.cluster.test:8300', nonce }))
+          transcript = {
+            kind: 'raft',
+            dialerNode: frame.node,
+            acceptorNode: 'b',
+            dialerAddress: frame.address,
+            acceptorAddress: 'b.cluster.test:8300',
+            dialerDatacenter: 'dc1',
+            acceptorDatacenter: 'dc1',
+            dialerNonce: frame.nonce,
+            acceptorNonce: nonce,
+          }
+          socket.send(encodeFrame({ type: 'challenge', node: 'b', address: 'b.cluster.test:8300', datacenter: 'dc1', kind: 'raft', nonce }))
         } else if (frame.type === 'proof' && transcript !== undefined) {
           dialerProofValid = new ClusterKey(CLUSTER_KEY).verify('dialer', transcript, frame.proof)
           socket.send(encodeFrame({ type: 'welcome', proof: new ClusterKey(OTHER_KEY).proof('acceptor', transcript) }))
@@ -219,29 +211,34 @@ describe('transport: authentication and hostile peers', () => {
 
   it('accepts a client that follows the documented handshake with the key, naming it as it proved', async () => {
     const a = await nodeA()
-    const client = await authenticatedClient(a)
-    client.send(encodeFrame({ type: 'message', payload: { hello: 'from b' } }))
+    const client = await authenticated(a)
+    client.send({ type: 'message', payload: { hello: 'from b' } })
     await waitFor('the message', () => a.inbox.length === 1)
     expect(a.inbox[0]).to.deep.equal({ from: 'b', message: { hello: 'from b' } })
     expect(a.transport.stats().peers.get('b')).to.include({ connected: true, linkRole: 'acceptor', advertiseAddress: 'b.cluster.test:8300' })
     expect(a.transport.send('b', 'to b')).to.equal(true)
-    const frame = decodeFrame(await client.nextFrame())
-    expect(frame).to.deep.equal({ type: 'message', payload: 'to b' })
+    expect(await client.next()).to.deep.equal({ type: 'message', payload: 'to b' })
   })
 
   it('closes an authenticated link that sends a malformed or out-of-place frame, and keeps serving others', async () => {
     const a = await nodeA()
-    for (const bad of [Buffer.from([0xc1, 0xff, 0x00]), encodeFrame({ type: 'hello', version: 1, node: 'b', address: '', nonce: randomBytes(32) }), Buffer.from([0x93, 0x63])]) {
-      const client = await authenticatedClient(a)
-      client.send(bad)
-      client.send(encodeFrame({ type: 'message', payload: 'after the bad frame' }))
-      expect(await client.closedWith()).to.equal(CloseCode.badFrame)
+    // Sealed as they should be, so they open; what is inside is wrong.
+    const hello = encodeFrame({ type: 'hello', version: PROTOCOL_VERSION, node: 'b', address: '', nonce: randomBytes(32) })
+    for (const bad of [Buffer.from([0xc1, 0xff, 0x00]), hello, Buffer.from([0x93, 0x63]), Buffer.concat([encodeFrame({ type: 'message', payload: 'x' }), Buffer.from([0])])]) {
+      const client = await authenticated(a)
+      client.sendPlaintext(bad)
+      client.send({ type: 'message', payload: 'after the bad frame' })
+      expect(await client.raw.closedWith()).to.equal(CloseCode.badFrame)
     }
-    const text = await authenticatedClient(a)
-    text.send('a text frame')
-    expect(await text.closedWith()).to.equal(CloseCode.badFrame)
-    const good = await authenticatedClient(a)
-    good.send(encodeFrame({ type: 'message', payload: 'still here' }))
+    const text = await authenticated(a)
+    text.raw.send('a text frame')
+    expect(await text.raw.closedWith()).to.equal(CloseCode.badFrame)
+    // A frame in clear after the handshake does not open.
+    const clear = await authenticated(a)
+    clear.raw.send(encodeFrame({ type: 'message', payload: 'in clear' }))
+    expect(await clear.raw.closedWith()).to.equal(CloseCode.notAuthentic)
+    const good = await authenticated(a)
+    good.send({ type: 'message', payload: 'still here' })
     await waitFor('the message', () => a.inbox.length === 1)
     expect(a.inbox).to.deep.equal([{ from: 'b', message: 'still here' }])
   })
@@ -256,14 +253,14 @@ describe('transport: authentication and hostile peers', () => {
     const chatty = await rawClient(cleanup, a.transport)
     chatty.send(encodeFrame({ type: 'message', payload: Buffer.alloc(4096) }))
     expect(await chatty.closedWith()).to.equal(CloseCode.badFrame)
-    const peer = await authenticatedClient(a)
-    peer.send(encodeFrame({ type: 'message', payload: Buffer.alloc(100 * 1024) }))
-    expect(await peer.closedWith()).to.equal(CloseCode.tooLarge)
+    const peer = await authenticated(a)
+    peer.send({ type: 'message', payload: Buffer.alloc(100 * 1024) })
+    expect(await peer.raw.closedWith()).to.equal(CloseCode.tooLarge)
     expect(logged(a.log, 'peer socket error', { code: 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' })).to.equal(true)
     expect(a.inbox).to.deep.equal([])
     // The process and the transport carry on.
-    const again = await authenticatedClient(a)
-    again.send(encodeFrame({ type: 'message', payload: Buffer.alloc(60 * 1024) }))
+    const again = await authenticated(a)
+    again.send({ type: 'message', payload: Buffer.alloc(60 * 1024) })
     await waitFor('a frame just under the bound', () => a.inbox.length === 1)
   })
 
@@ -275,8 +272,8 @@ describe('transport: authentication and hostile peers', () => {
     stranger.sendRaw(Buffer.concat([header, Buffer.alloc(64 * 1024)]))
     expect(await stranger.closedWith()).to.equal(1006)
     expect(logged(a.log, 'a peer connection sent too much before proving the cluster key; closed')).to.equal(true)
-    const peer = await authenticatedClient(a)
-    peer.send(encodeFrame({ type: 'message', payload: Buffer.alloc(100 * 1024) }))
+    const peer = await authenticated(a)
+    peer.send({ type: 'message', payload: Buffer.alloc(100 * 1024) })
     await waitFor('a large frame after the proof', () => a.inbox.length === 1)
   })
 
@@ -302,25 +299,30 @@ describe('transport: authentication and hostile peers', () => {
     }
     expect(a.transport.stats().handshakesFailed).to.equal(6)
     const refused = a.log.records.filter((record) => record['msg'] === 'peer handshake refused')
-    expect(refused.map((record) => record['reason'])).to.deep.equal(['not a node of the peer set', `unsupported protocol version ${PROTOCOL_VERSION + 4}`])
+    expect(refused.map((record) => record['reason'])).to.deep.equal([
+      'not a node of the peer set',
+      `unsupported protocol version ${PROTOCOL_VERSION + 4}: this node speaks ${PROTOCOL_VERSION} (sealed links) and there is no mixed mode; run one release on every node`,
+    ])
   })
 
-  it('bounds the connections waiting in their handshake, dropping the oldest', async () => {
+  it('bounds the connections waiting in their handshake, dropping the oldest of the address holding the most', async () => {
     const a = await nodeA({ handshakesPendingMax: 2 })
     const waiting = [await rawClient(cleanup, a.transport), await rawClient(cleanup, a.transport)]
     const newest = await rawClient(cleanup, a.transport)
-    // The oldest goes: a real handshake completes long before it would be the oldest.
+    // All from 127.0.0.1, so the oldest of them goes (pending.ts; test/unit/transport/pending.test.ts for addresses).
     expect(await waiting[0]!.closedWith()).to.be.a('number')
-    expect(logged(a.log, 'too many pending peer handshakes, dropping the oldest')).to.equal(true)
+    expect(logged(a.log, 'too many pending peer handshakes, dropping the oldest of the busiest address')).to.equal(true)
     expect(a.transport.stats().handshakesPending).to.equal(2)
     for (const client of [waiting[1]!, newest]) expect(client.closeCode).to.equal(undefined)
   })
 
-  it('lets a real peer in while others hold idle connections to the peer port', async () => {
+  /**
+   * Idle TCP connections to a's peer port from 127.0.0.1, `count` of them, each reopened `reopenMs` after the
+   * transport drops it: a flood that churns the bound on unauthenticated connections as fast as it is applied.
+   */
+  async function flood(a: TestNode, count: number, reopenMs: number): Promise<void> {
     const { connect } = await import('node:net')
-    const a = await nodeA({ handshakesPendingMax: 2 })
     const [host, port] = addressOf(a.transport).split(':')
-    // Idle TCP connections, more than the bound on unauthenticated ones (2 pending + slack), reopened as they drop.
     let flooding = true
     const sockets = new Set<import('node:net').Socket>()
     const open = (): void => {
@@ -330,19 +332,40 @@ describe('transport: authentication and hostile peers', () => {
       socket.on('error', () => undefined)
       socket.on('close', () => {
         sockets.delete(socket)
-        setTimeout(open, 5)
+        setTimeout(open, reopenMs)
       })
     }
     cleanup.defer(() => {
       flooding = false
       for (const socket of sockets) socket.destroy()
     })
-    for (let n = 0; n < 40; n++) open()
+    for (let n = 0; n < count; n++) open()
     await sleep(200)
+  }
+
+  it('lets a real peer in while others hold idle connections to the peer port', async () => {
+    const a = await nodeA({ handshakesPendingMax: 2 })
+    // More than the bound on unauthenticated connections (2 pending + slack), reopened as they drop.
+    await flood(a, 40, 5)
     const b = await startNode(cleanup, 'b', { peers: new Map([['a', addressOf(a.transport)]]) })
     a.transport.setPeers(new Map([['b', addressOf(b.transport)]]))
     b.transport.send('a', 'through the flood')
     await waitFor('b reaches a', () => a.inbox.some((entry) => entry.message === 'through the flood'), 5_000)
     expect(isConnected(a, 'b')).to.equal(true)
+  })
+
+  it('lets a slow real peer from another address in while a flood churns the pending-handshake bound (review finding)', async () => {
+    // a cannot dial b (b is at a dead address in a's set): the only way in is b's dial, through the flood.
+    const a = await nodeA()
+    await flood(a, 120, 0)
+    // b is another machine (127.0.0.2) 20 ms away: its handshake takes several round trips, during which the flood
+    // opens far more connections than the bound holds. Dropping the oldest would drop b's every time.
+    const relay = await startRelay((closer) => cleanup.defer(closer), addressOf(a.transport), { localAddress: '127.0.0.2', delayMs: 20 })
+    const b = await startNode(cleanup, 'b', { peers: new Map([['a', relay.address]]) })
+    const startedMs = Date.now()
+    b.transport.send('a', 'through the flood')
+    await waitFor('b reaches a', () => a.inbox.some((entry) => entry.message === 'through the flood'), 1_500)
+    expect(Date.now() - startedMs).to.be.below(1_500)
+    expect(logged(a.log, 'too many pending peer handshakes, dropping the oldest of the busiest address')).to.equal(true)
   })
 })

@@ -6,18 +6,21 @@
 import { expect } from 'chai'
 import { randomBytes } from 'node:crypto'
 import { inspect } from 'node:util'
-import { decodeFrame, encodeFrame, FrameError, NODE_NAME_CHARS_MAX, type Frame } from '../../../src/transport/frames.js'
-import { ClusterKey, type HandshakeTranscript } from '../../../src/transport/handshake.js'
+import { decodeFrame, encodeFrame, FrameError, NODE_NAME_CHARS_MAX, PROTOCOL_VERSION, ProtocolVersionError, type Frame } from '../../../src/transport/frames.js'
+import { ClusterKey, ClusterKeys, type HandshakeTranscript } from '../../../src/transport/handshake.js'
 import { Packr } from 'msgpackr'
 
 const KEY = 'unit-test-key'
 
 function transcript(): HandshakeTranscript {
   return {
+    kind: 'raft',
     dialerNode: 'a',
     acceptorNode: 'b',
     dialerAddress: 'a.cluster.test:8300',
     acceptorAddress: 'b.cluster.test:8300',
+    dialerDatacenter: 'dc1',
+    acceptorDatacenter: 'dc1',
     dialerNonce: randomBytes(32),
     acceptorNonce: randomBytes(32),
   }
@@ -42,11 +45,14 @@ describe('transport: handshake proofs', () => {
     expect(key.verify('dialer', t, key.proof('acceptor', t))).to.equal(false)
   })
 
-  it('refuses a proof for any other transcript: names, addresses, nonces', () => {
+  it('refuses a proof for any other transcript: kind, names, addresses, datacenters, nonces', () => {
     const key = new ClusterKey(KEY)
     const t = transcript()
     const proof = key.proof('dialer', t)
     const variants: HandshakeTranscript[] = [
+      { ...t, kind: 'wan' },
+      { ...t, dialerDatacenter: 'dc2' },
+      { ...t, acceptorDatacenter: 'dc2' },
       { ...t, dialerNode: 'c' },
       { ...t, acceptorNode: 'c' },
       { ...t, dialerAddress: 'elsewhere:1' },
@@ -64,11 +70,38 @@ describe('transport: handshake proofs', () => {
     expect(key.verify('dialer', transcript(), Buffer.alloc(31))).to.equal(false)
   })
 
-  it('never shows the key when logged, serialised or inspected', () => {
+  it('never shows the key when logged, serialised or inspected, nor the sealing keys derived from it', () => {
     const key = new ClusterKey(KEY)
     expect(JSON.stringify({ key })).not.to.include(KEY)
     expect(inspect(key)).not.to.include(KEY)
     expect(`${inspect({ nested: { key } })}`).not.to.include(KEY)
+    const keys = new ClusterKeys(KEY, ['accepted-key-0123456789'])
+    expect(JSON.stringify({ keys }) + inspect(keys)).not.to.match(/unit-test-key|accepted-key/)
+    const sealing = key.sealingKeys(transcript())
+    const secret = sealing.dialerToAcceptor.export().toString('hex')
+    for (const shown of [JSON.stringify(sealing), inspect(sealing, { depth: 5 })]) expect(shown).not.to.include(secret)
+  })
+
+  it('identifies which accepted key made a proof, the proving key first, and none for an unknown key (rotation)', () => {
+    const t = transcript()
+    const keys = new ClusterKeys('key-two', ['key-one', 'key-two'])
+    const byOne = keys.verifying('dialer', t, new ClusterKey('key-one').proof('dialer', t))
+    expect(byOne?.proof('acceptor', t)).to.deep.equal(new ClusterKey('key-one').proof('acceptor', t))
+    expect(keys.verifying('dialer', t, new ClusterKey('key-two').proof('dialer', t))).to.equal(keys.proving)
+    expect(keys.verifying('dialer', t, new ClusterKey('key-three').proof('dialer', t))).to.equal(undefined)
+  })
+
+  it('derives two different sealing keys per link, the same at both ends, and new ones for new nonces or another key', () => {
+    const key = new ClusterKey(KEY)
+    const t = transcript()
+    const hex = (keys: ReturnType<ClusterKey['sealingKeys']>): string[] => [keys.dialerToAcceptor.export().toString('hex'), keys.acceptorToDialer.export().toString('hex')]
+    const [toAcceptor, toDialer] = hex(key.sealingKeys(t))
+    expect(toAcceptor).not.to.equal(toDialer)
+    expect(hex(key.sealingKeys({ ...t }))).to.deep.equal([toAcceptor, toDialer])
+    for (const other of [hex(key.sealingKeys({ ...t, acceptorNonce: randomBytes(32) })), hex(key.sealingKeys({ ...t, dialerDatacenter: 'dc2' })), hex(new ClusterKey('other').sealingKeys(t))]) {
+      expect(other).not.to.include(toAcceptor)
+      expect(other).not.to.include(toDialer)
+    }
   })
 })
 
@@ -77,9 +110,9 @@ describe('transport: frames', () => {
 
   it('round-trips every frame type', () => {
     const frames: Frame[] = [
-      { type: 'hello', version: 1, node: 'a', address: 'a:1', nonce: randomBytes(32) },
-      { type: 'challenge', node: 'b', address: 'b:1', nonce: randomBytes(32) },
-      { type: 'proof', proof: randomBytes(32) },
+      { type: 'hello', version: PROTOCOL_VERSION, node: 'a', address: 'a:1', nonce: randomBytes(32) },
+      { type: 'challenge', node: 'b', address: 'b:1', datacenter: 'dc1', kind: 'raft', nonce: randomBytes(32) },
+      { type: 'proof', datacenter: 'dc1', kind: 'raft', proof: randomBytes(32) },
       { type: 'welcome', proof: randomBytes(32) },
       { type: 'message', payload: { term: 3, entries: [{ index: 1, data: Buffer.from('x') }] } },
       { type: 'request', id: 7, payload: 'read-index' },
@@ -97,12 +130,17 @@ describe('transport: frames', () => {
       [99, 'x'],
       [16],
       [16, 'x', 'extra'],
-      [1, 1, 'a', 'a:1', randomBytes(31)],
-      [1, 1, '', 'a:1', randomBytes(32)],
-      [1, 1, 'n'.repeat(NODE_NAME_CHARS_MAX + 1), 'a:1', randomBytes(32)],
+      [1, PROTOCOL_VERSION, 'a', 'a:1', randomBytes(31)],
+      [1, PROTOCOL_VERSION, '', 'a:1', randomBytes(32)],
+      [1, PROTOCOL_VERSION, 'n'.repeat(NODE_NAME_CHARS_MAX + 1), 'a:1', randomBytes(32)],
       [1, -1, 'a', 'a:1', randomBytes(32)],
       [1, 1.5, 'a', 'a:1', randomBytes(32)],
+      [2, 'b', 'b:1', '', 'raft', randomBytes(32)],
+      [2, 'b', 'b:1', 'd'.repeat(65), 'raft', randomBytes(32)],
+      [2, 'b', 'b:1', 'dc1', '', randomBytes(32)],
+      [2, 'b', 'b:1', randomBytes(32)],
       [3, 'not bytes'],
+      [3, 'dc1', 'raft', 'not bytes'],
       [17, 'id', 'x'],
       [19, 1, { code: 1, message: 'x' }],
       [19, 1, null],
@@ -113,5 +151,31 @@ describe('transport: frames', () => {
     }
     // Nesting deep enough to overflow the decoder's stack is a bad frame too, not a crash.
     expect(() => decodeFrame(Buffer.alloc(200_000, 0x91))).to.throw(FrameError)
+  })
+
+  it('refuses a hello of another version as such, whatever shape the rest has (no mixed mode)', () => {
+    for (const value of [[1, 2, 'a', 'a:1', randomBytes(32)], [1, PROTOCOL_VERSION + 1], [1, 1, 'a', 'a:1', randomBytes(32), 'dc1', 'extra']]) {
+      const thrown = (() => {
+        try {
+          decodeFrame(packr.pack(value))
+        } catch (error) {
+          return error
+        }
+        return undefined
+      })()
+      expect(thrown, JSON.stringify(value)).to.be.instanceOf(ProtocolVersionError)
+      expect((thrown as ProtocolVersionError).version).to.equal(value[1])
+    }
+  })
+
+  it('never puts what it decoded into the error of a frame with trailing bytes (it may be a secret)', () => {
+    const secret = 'b7c2a1e0-5f4d-4c3b-9a8e-secret-id-000'
+    const bytes = Buffer.concat([encodeFrame({ type: 'message', payload: { SecretID: secret } }), Buffer.from([0])])
+    expect(() => decodeFrame(bytes)).to.throw(FrameError, 'trailing bytes')
+    try {
+      decodeFrame(bytes)
+    } catch (error) {
+      expect(String(error)).not.to.include(secret)
+    }
   })
 })

@@ -1,15 +1,21 @@
 /**
  * Shared pieces of the transport tests: real transports on 127.0.0.1 port 0, a captured pino log, a TCP proxy,
- * raw WebSocket clients, and a cleanup stack run after every test (even a failed one) so no socket, server or timer
- * outlives its test.
+ * raw WebSocket clients (and ones that speak the handshake and sealing by hand), and a cleanup stack run after every
+ * test (even a failed one) so no socket, server or timer outlives its test.
  */
 import { createHook } from 'node:async_hooks'
 import { createServer, type Server, type Socket, connect } from 'node:net'
 import { pino, type Logger } from 'pino'
 import { WebSocket } from 'ws'
+import { randomBytes } from 'node:crypto'
 import { PeerTransport, PEER_PATH, type TransportOptions } from '../../../src/transport/index.js'
+import { decodeFrame, encodeFrame, PROTOCOL_VERSION, type Frame } from '../../../src/transport/frames.js'
+import { ClusterKey, type HandshakeTranscript } from '../../../src/transport/handshake.js'
+import { Opener, Sealer } from '../../../src/transport/seal.js'
 
 export const CLUSTER_KEY = 'test-cluster-key-5b0c1d7e-not-for-production'
+/** The datacenter of every test node unless a test says otherwise. */
+export const DATACENTER = 'dc1'
 
 /** Closers run last registered, first run; every one is tried, then the first failure is rethrown. */
 export class Cleanup {
@@ -93,6 +99,7 @@ export async function startNode(cleanup: Cleanup, name: string, options: Partial
     keepaliveIntervalMs: 200,
     backoff: { initialMs: 20, maxMs: 200, jitter: 0.5 },
     ...options,
+    datacenter: options.datacenter ?? DATACENTER,
     log: log.logger,
   })
   cleanup.defer(() => transport.stop())
@@ -267,6 +274,76 @@ export class RawClient {
     this.ws.terminate()
     return this.closedWith()
   }
+}
+
+/**
+ * Sends a hello as `node` and returns the challenge and the transcript the dialer proves, stating `datacenter` and a
+ * raft link as a real dialer does in its proof.
+ */
+export async function helloAs(client: RawClient, node: string, datacenter = DATACENTER): Promise<{ challenge: Extract<Frame, { type: 'challenge' }>; transcript: HandshakeTranscript }> {
+  const nonce = randomBytes(32)
+  client.send(encodeFrame({ type: 'hello', version: PROTOCOL_VERSION, node, address: `${node}.cluster.test:8300`, nonce }))
+  const challenge = decodeFrame(await client.nextFrame())
+  if (challenge.type !== 'challenge') throw new Error(`expected a challenge, got ${challenge.type}`)
+  const transcript: HandshakeTranscript = {
+    kind: 'raft',
+    dialerNode: node,
+    acceptorNode: challenge.node,
+    dialerAddress: `${node}.cluster.test:8300`,
+    acceptorAddress: challenge.address,
+    dialerDatacenter: datacenter,
+    acceptorDatacenter: challenge.datacenter,
+    dialerNonce: nonce,
+    acceptorNonce: challenge.nonce,
+  }
+  return { challenge, transcript }
+}
+
+/** The dialer's proof frame for `transcript`, made with `key` (in the dialer's role unless told otherwise). */
+export function proofFrame(key: string, transcript: HandshakeTranscript, role: 'dialer' | 'acceptor' = 'dialer'): Buffer {
+  return encodeFrame({ type: 'proof', datacenter: transcript.dialerDatacenter, kind: transcript.kind, proof: new ClusterKey(key).proof(role, transcript) })
+}
+
+/** A raw client past the handshake: it seals what it sends and opens what it receives, as a real dialer does. */
+export class SealedClient {
+  private readonly sealer: Sealer
+  private readonly opener: Opener
+
+  constructor(
+    readonly raw: RawClient,
+    key: string,
+    transcript: HandshakeTranscript,
+  ) {
+    const keys = new ClusterKey(key).sealingKeys(transcript)
+    this.sealer = new Sealer(keys.dialerToAcceptor)
+    this.opener = new Opener(keys.acceptorToDialer)
+  }
+
+  send(frame: Frame): void {
+    this.sendPlaintext(encodeFrame(frame))
+  }
+
+  /** Seals any bytes as the next frame (a malformed one, say). */
+  sendPlaintext(bytes: Buffer): void {
+    this.raw.send(this.sealer.seal(bytes))
+  }
+
+  async next(timeoutMs = 3000): Promise<Frame> {
+    const plaintext = this.opener.open(await this.raw.nextFrame(timeoutMs))
+    if (plaintext === undefined) throw new Error('a frame from the server did not open')
+    return decodeFrame(plaintext)
+  }
+}
+
+/** A raw client that completes the handshake with `transport` as `node` with `key`, by the documented protocol. */
+export async function authenticatedClient(cleanup: Cleanup, transport: PeerTransport, node = 'b', key = CLUSTER_KEY): Promise<SealedClient> {
+  const client = await rawClient(cleanup, transport)
+  const { transcript } = await helloAs(client, node)
+  client.send(proofFrame(key, transcript))
+  // The acceptor proves the key last, over the same transcript.
+  const welcome = decodeFrame(await client.nextFrame())
+  if (welcome.type !== 'welcome' || !new ClusterKey(key).verify('acceptor', transcript, welcome.proof)) throw new Error('no valid welcome')
+  return new SealedClient(client, key, transcript)
 }
 
 /**

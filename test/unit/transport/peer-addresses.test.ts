@@ -69,6 +69,7 @@ describe('transport: peer addresses that cannot be dialed', () => {
         const transport = await PeerTransport.start({
           nodeName: 'a',
           advertiseAddress: 'a:1',
+          datacenter: 'dc1',
           clusterKey: 'test-cluster-key-for-peer-addresses',
           listen: { host: '127.0.0.1', port: 0 },
           peers: new Map([[name, address]]),

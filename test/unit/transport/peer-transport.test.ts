@@ -153,6 +153,7 @@ describe('transport: peer links', () => {
       await PeerTransport.start({
         nodeName: 'a',
         advertiseAddress: 'a:1',
+        datacenter: 'dc1',
         clusterKey: undefined,
         listen: { host: '127.0.0.1', port: 0 },
         peers: new Map([['b', '127.0.0.1:1']]),
