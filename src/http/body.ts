@@ -2,6 +2,7 @@
  * Request bodies: read with a hard limit (1 MiB) before anything is parsed, so a large or endless body costs at most
  * the limit in memory, and parsed as JSON with an error that says what is wrong.
  */
+import type { IncomingMessage } from 'node:http'
 import type { Context } from 'koa'
 import { InvalidInputError, WardenError } from '../lib/errors.js'
 import { ANONYMOUS_TOKEN_ID } from '../state/builtins.js'
@@ -60,7 +61,10 @@ export function readBody(ctx: Context, limits: BodyLimits = {}): Promise<Buffer>
   const encoding = ctx.get('content-encoding').trim().toLowerCase()
   if (encoding !== '' && encoding !== 'identity') return Promise.reject(new InvalidInputError('Content-Encoding', `${JSON.stringify(encoding.slice(0, 64))} is not supported: send the body uncompressed`))
   const declared = Number(ctx.get('content-length') || '0')
-  if (declared > limit) return Promise.reject(tooLarge(limit))
+  if (declared > limit) {
+    closeAfterAnswer(ctx)
+    return Promise.reject(tooLarge(limit))
+  }
   const request = ctx.req
   // A request destroyed (the client hung up) or read before this call would never emit another event.
   if (request.destroyed || request.readableEnded) return Promise.reject(endedEarly())
@@ -77,12 +81,11 @@ export function readBody(ctx: Context, limits: BodyLimits = {}): Promise<Buffer>
       request.off('error', onError)
       request.off('close', onClose)
     }
-    // Stop reading; the connection is closed after the reply so the rest of the body is never buffered.
+    // Nothing more is kept; the connection closes after the answer, and what still comes meanwhile is dropped.
     const refuse = (error: WardenError): void => {
       cleanup()
       chunks.length = 0
-      request.pause()
-      ctx.set('Connection', 'close')
+      closeAfterAnswer(ctx)
       reject(error)
     }
     const timer = setTimeout(() => refuse(new InvalidInputError('body', `did not arrive within ${timeoutMs / 1000} s`)), timeoutMs)
@@ -110,6 +113,49 @@ export function readBody(ctx: Context, limits: BodyLimits = {}): Promise<Buffer>
     request.once('error', onError)
     request.once('close', onClose)
   })
+}
+
+/**
+ * What of a refused body is still read, and for how long, once its answer is on its way: nginx's lingering close
+ * (lingering_time, lingering_timeout). The client may still be sending the body, and a socket closed with bytes unread
+ * is reset; the reset can reach the client before it has read the answer, which it then never sees (EPIPE on its
+ * write instead of the 413).
+ */
+export const LINGER_BYTES_MAX = 8 * 1024 * 1024
+export const LINGER_MS = 5_000
+
+/**
+ * The answer says Connection: close; after it, this side is closed (FIN) and the rest of the body is read and dropped
+ * until it ends, the client closes, LINGER_BYTES_MAX more bytes came or LINGER_MS passed; then the socket is destroyed.
+ * Node would destroy it as soon as the answer is written (its server calls destroySoon for a Connection: close answer),
+ * so this socket's destroySoon is replaced by the lingering one.
+ */
+function closeAfterAnswer(ctx: Context): void {
+  ctx.set('Connection', 'close')
+  const request = ctx.req
+  const socket = request.socket as IncomingMessage['socket'] | undefined
+  let dropped = 0
+  request.on('data', (chunk: Buffer) => {
+    dropped += chunk.length
+    if (dropped > LINGER_BYTES_MAX) socket?.destroy()
+  })
+  request.resume()
+  // A request without a socket is a test's stream.
+  if (socket === undefined || socket === null) return
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS)
+  socket.once('close', () => clearTimeout(timer))
+  socket.destroySoon = () => {
+    socket.end()
+    const destroyOnceWritten = (): void => {
+      if (socket.writableFinished) socket.destroy()
+      else socket.once('finish', () => socket.destroy())
+    }
+    if (request.complete || request.destroyed) destroyOnceWritten()
+    else {
+      request.once('end', destroyOnceWritten)
+      request.once('close', destroyOnceWritten)
+    }
+  }
 }
 
 function endedEarly(): WardenError {

@@ -69,6 +69,39 @@ async function slowRequest(address: string, method: string, path: string, token:
   }
 }
 
+/**
+ * Uploads `body` in `pieces` writes, all queued at once, and reads until a whole JSON answer came or the connection
+ * ended. `chunked` sends it with Transfer-Encoding: chunked (no declared length), else with its Content-Length.
+ */
+function upload(address: string, token: string, body: Buffer, options: { chunked: boolean; pieces: number }): Promise<RawAnswer> {
+  const head = ['PUT /v1/acl/policy HTTP/1.1', 'Host: test', 'Content-Type: application/json', `X-Service-Token: ${token}`, options.chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${body.length}`]
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port: portOf(address) }, () => {
+      socket.write(`${head.join('\r\n')}\r\n\r\n`)
+      const size = Math.ceil(body.length / options.pieces)
+      for (let offset = 0; offset < body.length; offset += size) {
+        const piece = body.subarray(offset, offset + size)
+        socket.write(options.chunked ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]) : piece)
+      }
+      if (options.chunked) socket.write('0\r\n\r\n')
+    })
+    const chunks: Buffer[] = []
+    let error: string | undefined
+    const done = (): void => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve(parseAnswer(Buffer.concat(chunks).toString('utf8'), error))
+    }
+    const timer = setTimeout(done, 10_000)
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk)
+      if (parseAnswer(Buffer.concat(chunks).toString('utf8'), undefined).body !== undefined) done()
+    })
+    socket.on('error', (failure: Error & { code?: string }) => (error = failure.code ?? failure.message))
+    socket.on('close', done)
+  })
+}
+
 describe('request bodies and their callers', function () {
   this.timeout(30_000)
   let agent: AgentProcess
@@ -214,5 +247,25 @@ describe('request bodies and their callers', function () {
       expect(answer.status, Buffer.concat(chunks).toString('utf8')).to.equal(403)
       expect(answer.body).to.include({ Code: 'acl_not_found' })
     })
+  })
+
+  describe('a body over the limit', () => {
+    const body = Buffer.alloc(2 * 1024 * 1024, 0x20)
+    for (const chunked of [true, false]) {
+      it(`is answered 413 in the JSON shape every time, 50 uploads of 2 MiB ${chunked ? 'chunked' : 'with Content-Length'}, 10 at once`, async function () {
+        this.timeout(120_000)
+        const answers: RawAnswer[] = []
+        await Promise.all(
+          Array.from({ length: 10 }, async () => {
+            for (let round = 0; round < 5; round += 1) answers.push(await upload(agent.httpAddress, agent.managementToken, body, { chunked, pieces: 64 }))
+          }),
+        )
+        const wrong = answers.filter((answer) => answer.status !== 413 || answer.body?.Code !== 'payload_too_large')
+        expect(wrong.map((answer) => `${answer.status} ${answer.error ?? ''} ${JSON.stringify(answer.body)}`), 'answers other than a 413 JSON').to.deep.equal([])
+        expect(answers).to.have.length(50)
+        // The node still serves.
+        expect((await agent.request('GET', '/v1/status/leader')).status).to.equal(200)
+      })
+    }
   })
 })
