@@ -88,6 +88,8 @@ function listen(server: Server | TcpServer, host: string, port: number): Promise
 export async function startAgent(config: AgentConfig, log: Logger, onFatal: (error: unknown) => void): Promise<RunningAgent> {
   const cloudProblem = cloudSettingsProblem(config.cloud)
   if (cloudProblem !== undefined) throw new ConfigError(cloudProblem)
+  // Settings that work but expose a secret (config.ts): said once, at start, naming the setting and never the secret.
+  for (const warning of config.warnings) log.warn({ setting: warning.setting }, warning.message)
   const { dataDir, temporary } = await prepareDataDir(config)
   const devToken = config.initialManagementToken === undefined && config.dev ? await devManagementToken(dataDir) : undefined
   const managementToken = config.initialManagementToken ?? devToken?.secret

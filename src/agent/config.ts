@@ -1,9 +1,10 @@
 /**
  * Agent settings from flags, a JSON config file (snake_case keys, readings.md) and the environment, validated once
  * at start. Flags win over the file; secrets may come from files or the environment instead of argv. Every problem is
- * a ConfigError whose message names the flag or key, and the CLI exits 2 with it.
+ * a ConfigError whose message names the flag, key or variable, and the CLI exits 2 with it. What is allowed but unwise
+ * (a secret on argv, a secret file others may read) is a warning the agent logs at start; no message quotes a secret.
  */
-import { readFileSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { NODE_NAME_PATTERN } from '../lib/ids.js'
 import { hostname } from 'node:os'
 import { parseDuration } from '../lib/duration.js'
@@ -28,6 +29,11 @@ export interface AgentConfig {
   peers: Record<string, string>
   join: string[]
   clusterKey: string | undefined
+  /**
+   * Keys this node still accepts from peers besides clusterKey, during a rotation (`--cluster-key-accept`); each
+   * valid as clusterKey is. Empty unless clusterKey is set.
+   */
+  clusterKeysAccepted: string[]
   initialManagementToken: string | undefined
   defaultPolicy: 'allow' | 'deny'
   downPolicy: 'allow' | 'deny' | 'extend-cache' | 'async-cache'
@@ -36,7 +42,20 @@ export interface AgentConfig {
   tokenMaxExpirationTtlMs: number
   cloud: { resourceId?: string; clientId?: string; clientSecret?: string; managementPlaneUrl?: string }
   raft: { heartbeatIntervalMs: number; electionTimeoutMs: number; snapshotThreshold: number; leaderWaitMs: number }
+  /** `httpMaxConnsPerClient`: HTTP connections one client address may hold at once; 0 for no limit per client. */
+  limits: { httpMaxConnsPerClient: number }
+  /** What the agent logs as warnings once it has a logger: settings that work but expose a secret. */
+  warnings: ConfigWarning[]
 }
+
+export interface ConfigWarning {
+  /** The flag, file key or variable concerned (`--cluster-key`, `--cluster-key-file`). */
+  setting: string
+  message: string
+}
+
+/** Consul's default for limits.http_max_conns_per_client. */
+export const HTTP_MAX_CONNS_PER_CLIENT_DEFAULT = 200
 
 type Raw = Record<string, unknown>
 
@@ -52,6 +71,7 @@ const FLAG_KEYS: Record<string, string> = {
   'default-policy': 'acl.default_policy',
   'down-policy': 'acl.down_policy',
   'initial-management-token': 'acl.tokens.initial_management',
+  'http-max-conns-per-client': 'limits.http_max_conns_per_client',
 }
 
 const FILE_FLAGS: Record<string, string> = {
@@ -59,17 +79,23 @@ const FILE_FLAGS: Record<string, string> = {
   'initial-management-token-file': 'acl.tokens.initial_management',
 }
 
+/** Flags given more than once, each in the order given. */
+const REPEATED_FLAGS = ['peer', 'join', 'cluster-key-accept', 'cluster-key-accept-file'] as const
+type RepeatedFlag = (typeof REPEATED_FLAGS)[number]
+
 export interface ParsedFlags {
   values: Map<string, string>
   dev: boolean
   peers: string[]
   join: string[]
+  /** `--cluster-key-accept KEY` and `--cluster-key-accept-file FILE`, in the order given. */
+  clusterKeyAccept: Array<{ flag: 'cluster-key-accept' | 'cluster-key-accept-file'; value: string }>
   configFile: string | undefined
 }
 
-/** `--flag value` and `--flag=value`; `--dev` takes no value; `--peer` and `--join` repeat. */
+/** `--flag value` and `--flag=value`; `--dev` takes no value; `--peer`, `--join` and `--cluster-key-accept[-file]` repeat. */
 export function parseFlags(argv: readonly string[]): ParsedFlags {
-  const parsed: ParsedFlags = { values: new Map(), dev: false, peers: [], join: [], configFile: undefined }
+  const parsed: ParsedFlags = { values: new Map(), dev: false, peers: [], join: [], clusterKeyAccept: [], configFile: undefined }
   for (let position = 0; position < argv.length; position += 1) {
     const arg = argv[position] ?? ''
     if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument "${arg}"; flags start with --`)
@@ -80,7 +106,7 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
       parsed.dev = true
       continue
     }
-    const known = name in FLAG_KEYS || name in FILE_FLAGS || name === 'peer' || name === 'join' || name === 'config-file'
+    const known = Object.hasOwn(FLAG_KEYS, name) || Object.hasOwn(FILE_FLAGS, name) || (REPEATED_FLAGS as readonly string[]).includes(name) || name === 'config-file'
     if (!known) throw new ConfigError(`--${name}: unknown flag`)
     let value: string
     if (equals !== -1) value = arg.slice(equals + 1)
@@ -92,21 +118,87 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
     }
     if (name === 'peer') parsed.peers.push(value)
     else if (name === 'join') parsed.join.push(value)
+    else if (name === 'cluster-key-accept' || name === 'cluster-key-accept-file') parsed.clusterKeyAccept.push({ flag: name as Exclude<RepeatedFlag, 'peer' | 'join'>, value })
     else if (name === 'config-file') parsed.configFile = value
     else parsed.values.set(name, value)
   }
   return parsed
 }
 
-function readSecretFile(flag: string, path: string): string {
+function readSecretFile(flag: string, path: string, warnings: ConfigWarning[]): string {
   try {
     const text = readFileSync(path, 'utf8').trim()
+    const warning = secretFileWarning(`--${flag}`, path)
+    if (warning !== undefined) warnings.push(warning)
     if (text === '') throw new ConfigError(`--${flag}: ${path} is empty`)
     return text
   } catch (error) {
     if (error instanceof ConfigError) throw error
     throw new ConfigError(`--${flag}: cannot read ${path}: ${(error as Error).message}`)
   }
+}
+
+/**
+ * A warning when a file holding a secret may be read or written by its group or others (any of the mode's 077 bits),
+ * naming the file and the fix; nothing on systems without Unix modes, or when the file cannot be examined (reading it
+ * is what reports that). For the TLS key file too, once there is one.
+ */
+export function secretFileWarning(setting: string, path: string): ConfigWarning | undefined {
+  if (process.platform === 'win32') return undefined
+  let mode: number
+  try {
+    mode = statSync(path).mode & 0o777
+  } catch {
+    // Reading the file names the problem; a warning about its mode would add nothing.
+    return undefined
+  }
+  if ((mode & 0o077) === 0) return undefined
+  const octal = mode.toString(8).padStart(4, '0')
+  return { setting, message: `${setting}: ${path} holds a secret and its group or others may access it (mode ${octal}); make it private: chmod 600 ${path}` }
+}
+
+/** Flags whose value is a secret, with the forms that keep it off the command line. */
+const SECRET_FLAGS: Array<{ flag: string; file: string; environment: string }> = [
+  { flag: 'cluster-key', file: 'cluster-key-file', environment: 'WARDEN_CLUSTER_KEY' },
+  { flag: 'cluster-key-accept', file: 'cluster-key-accept-file', environment: 'WARDEN_CLUSTER_KEY_ACCEPT' },
+  { flag: 'initial-management-token', file: 'initial-management-token-file', environment: 'WARDEN_INITIAL_MANAGEMENT_TOKEN' },
+]
+
+/** File keys whose value is a secret: a config file holding one is a secret file. */
+const SECRET_FILE_KEYS = ['cluster_key', 'cluster_key_accept', 'acl.tokens.initial_management', 'cloud.client_secret']
+
+function argvWarnings(flags: ParsedFlags): ConfigWarning[] {
+  const given = (flag: string): boolean => flags.values.has(flag) || flags.clusterKeyAccept.some((entry) => entry.flag === flag)
+  return SECRET_FLAGS.filter(({ flag }) => given(flag)).map(({ flag, file, environment }) => ({
+    setting: `--${flag}`,
+    message: `--${flag}: a secret on the command line can be read by other users of this machine (ps, /proc/<pid>/cmdline) and lands in shell histories; give it with --${file} FILE (mode 600) or the ${environment} environment variable instead`,
+  }))
+}
+
+/**
+ * A cluster key's bytes and the form they were read in, or undefined when the text is neither form. A string of hex
+ * digits only is hex, although it is valid base64 too: read as base64, 24 hex digits would pass for 18 bytes while
+ * holding 12 bytes' worth of randomness. Anything else is standard base64 (RFC 4648 §4), padded or not, as `warden
+ * keygen` and `consul keygen` print it. Peers compare the key as written, not its bytes: give every node the same text.
+ */
+export function decodeClusterKey(text: string): { form: 'hex' | 'base64'; bytes: Buffer } | undefined {
+  if (HEX_DIGITS.test(text)) return text.length % 2 === 0 ? { form: 'hex', bytes: Buffer.from(text, 'hex') } : undefined
+  if (!BASE64.test(text)) return undefined
+  return { form: 'base64', bytes: Buffer.from(text, 'base64') }
+}
+
+const HEX_DIGITS = /^[0-9a-fA-F]+$/
+/** Groups of four, then a last group of two or three characters, its padding optional. Not empty. */
+const BASE64 = /^(?=.)(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/s
+export const CLUSTER_KEY_BYTES_MIN = 16
+
+function checkClusterKey(label: string, text: string): void {
+  const decoded = decodeClusterKey(text)
+  if (decoded !== undefined && decoded.bytes.length >= CLUSTER_KEY_BYTES_MIN) return
+  const problem = decoded === undefined ? 'is neither base64 nor hex' : `is ${decoded.bytes.length} bytes (read as ${decoded.form})`
+  throw new ConfigError(
+    `${label}: ${problem}; a cluster key is at least ${CLUSTER_KEY_BYTES_MIN} random bytes, written as base64 or as 32 or more hex digits. Make one with: warden keygen`,
+  )
 }
 
 function readConfigFile(path: string): Raw {
@@ -134,10 +226,12 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   cluster_addr: [],
   peers: 'object',
   cluster_key: [],
+  cluster_key_accept: [],
   log_level: [],
   acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens'],
   cloud: ['resource_id', 'client_id', 'client_secret', 'management_plane_url'],
   raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold', 'leader_wait'],
+  limits: ['http_max_conns_per_client'],
 }
 
 /** Flattens the file to dotted keys (acl.default_policy), refusing keys the agent does not know. */
@@ -203,32 +297,38 @@ const DATACENTER = /^[a-z0-9_-]{1,64}$/
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): AgentConfig {
   const flags = parseFlags(argv)
+  const warnings: ConfigWarning[] = []
   const settings = flags.configFile === undefined ? new Map<string, unknown>() : flattenFile(readConfigFile(flags.configFile))
+  if (flags.configFile !== undefined && SECRET_FILE_KEYS.some((key) => settings.has(key))) {
+    const warning = secretFileWarning('--config-file', flags.configFile)
+    if (warning !== undefined) warnings.push(warning)
+  }
+  // Where each setting came from, so messages name the flag or variable the operator used, and the file key otherwise.
+  const origins = new Map<string, string>()
   // Environment secrets fill in what the file leaves out; flags override both.
-  if (env.WARDEN_CLUSTER_KEY && !settings.has('cluster_key')) settings.set('cluster_key', env.WARDEN_CLUSTER_KEY)
+  if (env.WARDEN_CLUSTER_KEY && !settings.has('cluster_key')) {
+    settings.set('cluster_key', env.WARDEN_CLUSTER_KEY)
+    origins.set('cluster_key', 'WARDEN_CLUSTER_KEY')
+  }
   if (env.WARDEN_INITIAL_MANAGEMENT_TOKEN && !settings.has('acl.tokens.initial_management')) {
     settings.set('acl.tokens.initial_management', env.WARDEN_INITIAL_MANAGEMENT_TOKEN)
+    origins.set('acl.tokens.initial_management', 'WARDEN_INITIAL_MANAGEMENT_TOKEN')
   }
-  // Settings given on the command line, so messages name the flag the operator used, and the file key otherwise.
-  const fromFlags = new Map<string, string>()
   for (const [flag, key] of Object.entries(FILE_FLAGS)) {
     const path = flags.values.get(flag)
     if (path !== undefined) {
-      settings.set(key, readSecretFile(flag, path))
-      fromFlags.set(key, flag)
+      settings.set(key, readSecretFile(flag, path, warnings))
+      origins.set(key, `--${flag}`)
     }
   }
   for (const [flag, value] of flags.values) {
     const key = FLAG_KEYS[flag]
     if (key !== undefined) {
       settings.set(key, value)
-      fromFlags.set(key, flag)
+      origins.set(key, `--${flag}`)
     }
   }
-  const label = (key: string): string => {
-    const flag = fromFlags.get(key)
-    return flag === undefined ? key : `--${flag}`
-  }
+  const label = (key: string): string => origins.get(key) ?? key
   const text = (key: string): string | undefined => stringSetting(label(key), settings.get(key))
 
   const nodeName = text('node_name') ?? hostname()
@@ -260,7 +360,15 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     throw new ConfigError(`${label('acl.tokens.initial_management')}: must be 1 to 128 printable characters without spaces`)
   }
   const clusterKey = text('cluster_key')
-  if (clusterKey !== undefined && clusterKey.length < 16) throw new ConfigError(`${label('cluster_key')}: must be at least 16 characters`)
+  if (clusterKey !== undefined) checkClusterKey(label('cluster_key'), clusterKey)
+  const accepted = acceptedKeys(flags, settings.get('cluster_key_accept'), env, warnings)
+  for (const { label: acceptLabel, key } of accepted) checkClusterKey(acceptLabel, key)
+  if (accepted.length > 0 && clusterKey === undefined) {
+    throw new ConfigError(`${accepted[0]?.label}: needs --cluster-key (or --cluster-key-file, WARDEN_CLUSTER_KEY), the key this node uses; accepted keys are the old ones it still accepts during a rotation`)
+  }
+  warnings.push(...argvWarnings(flags))
+  const connsKey = 'limits.http_max_conns_per_client'
+  const httpMaxConnsPerClient = connectionCount(label(connsKey), settings.get(connsKey), origins.has(connsKey), HTTP_MAX_CONNS_PER_CLIENT_DEFAULT)
 
   const tokenMinExpirationTtlMs = durationSetting('acl.token_min_expiration_ttl', settings.get('acl.token_min_expiration_ttl'), 60_000)
   const tokenMaxExpirationTtlMs = durationSetting('acl.token_max_expiration_ttl', settings.get('acl.token_max_expiration_ttl'), 24 * 3_600_000)
@@ -294,6 +402,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     peers,
     join: flags.join,
     clusterKey,
+    clusterKeysAccepted: accepted.map(({ key }) => key),
     initialManagementToken,
     defaultPolicy: oneOf(label('acl.default_policy'), settings.get('acl.default_policy'), ['allow', 'deny'] as const, 'deny'),
     downPolicy: oneOf(label('acl.down_policy'), settings.get('acl.down_policy'), ['allow', 'deny', 'extend-cache', 'async-cache'] as const, 'extend-cache'),
@@ -307,7 +416,45 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
       ...optional('managementPlaneUrl', stringSetting('cloud.management_plane_url', settings.get('cloud.management_plane_url'))),
     },
     raft: { heartbeatIntervalMs, electionTimeoutMs, snapshotThreshold, leaderWaitMs },
+    limits: { httpMaxConnsPerClient },
+    warnings,
   }
+}
+
+/**
+ * The keys still accepted, each with the name of where it came from: the flags (`--cluster-key-accept KEY`, and
+ * `--cluster-key-accept-file FILE` holding one key a line), else the config file's `cluster_key_accept` list, else
+ * `WARDEN_CLUSTER_KEY_ACCEPT` (comma-separated; base64 and hex have no commas). As for every setting, flags replace
+ * the file and the file the environment.
+ */
+function acceptedKeys(flags: ParsedFlags, fromFile: unknown, env: NodeJS.ProcessEnv, warnings: ConfigWarning[]): Array<{ label: string; key: string }> {
+  if (flags.clusterKeyAccept.length > 0) {
+    return flags.clusterKeyAccept.flatMap(({ flag, value }) => {
+      if (flag === 'cluster-key-accept') return [{ label: `--${flag}`, key: value }]
+      const lines = readSecretFile(flag, value, warnings).split('\n')
+      return lines.map((line) => line.trim()).filter((line) => line !== '').map((key) => ({ label: `--${flag}`, key }))
+    })
+  }
+  if (fromFile !== undefined) {
+    if (!Array.isArray(fromFile)) throw new ConfigError('cluster_key_accept: must be a list of keys')
+    return fromFile.map((key: unknown, position) => ({ label: `cluster_key_accept[${position}]`, key: stringSetting(`cluster_key_accept[${position}]`, key) ?? '' }))
+  }
+  const listed = env.WARDEN_CLUSTER_KEY_ACCEPT ?? ''
+  return listed
+    .split(',')
+    .map((key) => key.trim())
+    .filter((key) => key !== '')
+    .map((key) => ({ label: 'WARDEN_CLUSTER_KEY_ACCEPT', key }))
+}
+
+/** A count of connections: a whole number, 0 or more, from the file (a JSON number) or a flag (its digits). */
+function connectionCount(name: string, value: unknown, fromFlag: boolean, fallback: number): number {
+  if (value === undefined) return fallback
+  const count = fromFlag && typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value
+  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) {
+    throw new ConfigError(`${name}: must be a whole number of connections, 0 or more (0: no limit per client)`)
+  }
+  return count
 }
 
 function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {

@@ -7,8 +7,8 @@
  */
 import { expect } from 'chai'
 import { spawn } from 'node:child_process'
-import { randomUUID } from 'node:crypto'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { CLI, startAgent, type AgentProcess } from '../support/agent.js'
@@ -114,6 +114,13 @@ describe('warden agent command line', () => {
       expectUsageError(await runAgent(['--dev', ...base, '--config-file', file]), 'colour')
     })
 
+    it('a cluster key shorter than 16 bytes names the flag and how to make one (warden keygen), without quoting it', async () => {
+      const exit = await runAgent(['--dev', ...base, '--cluster-key', 'not-a-key-0123456789'])
+      expectUsageError(exit, '--cluster-key')
+      expect(exit.stderr).to.include('warden keygen').and.not.include('not-a-key-0123456789')
+      expectUsageError(await runAgent(['--dev', ...base], { WARDEN_CLUSTER_KEY: 'abcdef0123456789' }), 'WARDEN_CLUSTER_KEY')
+    })
+
     it('a config file that is not JSON names --config-file', async () => {
       const file = join(scratch, 'not-json.json')
       await writeFile(file, '{ acl: ')
@@ -175,6 +182,25 @@ describe('warden agent command line', () => {
       const response = await agent.request('GET', '/v1/acl/tokens', { token: randomUUID() })
       expect(response.status, response.text).to.equal(403)
       expect(response.body.Code).to.equal('acl_not_found')
+    })
+  })
+
+  describe('secrets', () => {
+    it('a secret on the command line, or in a file others may read, is a warning in the log naming the flag or file, never the secret', async () => {
+      const key = randomBytes(32).toString('base64')
+      const secret = randomUUID()
+      const keyFile = join(scratch, 'open-cluster.key')
+      await writeFile(keyFile, `${key}\n`, { mode: 0o644 })
+      await chmod(keyFile, 0o644)
+      const agent = await startAgent({ args: ['--cluster-key-file', keyFile, '--initial-management-token', secret] })
+      try {
+        const warnings = agent.logs.filter((line) => line.startsWith('{') && (JSON.parse(line) as { level: number }).level === 40)
+        expect(warnings.some((line) => line.includes(keyFile) && line.includes('chmod 600')), warnings.join('\n')).to.equal(true)
+        expect(warnings.some((line) => line.includes('--initial-management-token') && line.includes('WARDEN_INITIAL_MANAGEMENT_TOKEN')), warnings.join('\n')).to.equal(true)
+        expect(agent.logs.join('\n')).to.not.include(key).and.not.include(secret)
+      } finally {
+        await agent.stop()
+      }
     })
   })
 

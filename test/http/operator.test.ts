@@ -8,12 +8,14 @@
  * failed.
  */
 import { expect } from 'chai'
+import { randomBytes } from 'node:crypto'
 import { makeJoinRequest } from '../../src/lib/join-proof.js'
 import { startAgent, type AgentProcess } from '../support/agent.js'
 import { expectError, unique } from '../support/api.js'
 import { freePort } from '../support/cluster.js'
 
-const CLUSTER_KEY = 'operator-test-cluster-key-0123456789'
+/** A key as `warden keygen` makes one: 32 random bytes in base64. */
+const CLUSTER_KEY = randomBytes(32).toString('base64')
 
 describe('operator: servers and leadership transfer', function () {
   this.timeout(30_000)

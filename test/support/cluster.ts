@@ -4,13 +4,15 @@
  * node again on the same data dir and ports. Every process is stopped by `stop()` or, if a test fails first, by the
  * root hook (test/support/hooks.ts).
  */
+import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { freePort } from '../../cluster/lib.js'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startAgent, type AgentProcess } from './agent.js'
 
-export const CLUSTER_KEY = 'test-cluster-key-0123456789abcdef'
+/** A key as `warden keygen` makes one: 32 random bytes in base64, new for each test process. */
+export const CLUSTER_KEY = randomBytes(32).toString('base64')
 export const MANAGEMENT_TOKEN = '5c1e7f9a-2b3d-4e5f-8a9b-0c1d2e3f4a5b'
 
 export { freePort }

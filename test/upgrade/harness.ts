@@ -8,6 +8,7 @@
  * (the suite's afterEach, so a failing test leaks nothing), and, as a last resort, when the mocha process exits.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -15,7 +16,8 @@ import { createInterface } from 'node:readline'
 import { fetchTarget, freePort } from '../../cluster/lib.js'
 import { WardenClient } from '../../src/api/index.js'
 
-export const CLUSTER_KEY = 'upgrade-test-cluster-key-0123456789abcdef'
+/** A key as `warden keygen` makes one (32 random bytes in base64): valid for the builds before keys were checked too. */
+export const CLUSTER_KEY = randomBytes(32).toString('base64')
 export const MANAGEMENT_TOKEN = '7d0c5b1e-3a2f-4c6d-9e8f-1a2b3c4d5e6f'
 
 export type Release = 'old' | 'new'
