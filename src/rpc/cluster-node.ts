@@ -16,7 +16,7 @@ import { sleep } from '../lib/environment.js'
 import { WardenError } from '../lib/errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
 import { NODE_NAME_PATTERN } from '../lib/ids.js'
-import { verifyJoinRequest, type JoinRequest } from '../lib/join-proof.js'
+import { JoinReplayGuard, verifyJoinRequest, type JoinRequest, type JoinStamp } from '../lib/join-proof.js'
 import type { JoinAnswer } from '../replica/membership.js'
 import type { RaftReplica } from '../replica/raft-replica.js'
 import type { ApplyResult, Command } from '../state/commands.js'
@@ -51,6 +51,8 @@ export class ClusterNode implements Cluster {
   private readonly forwarded = { writes: 0, requests: 0 }
   /** The read index the reads of this turn of the event loop will share (see readIndex). */
   private readBatch: Promise<'confirmed' | 'no_leader'> | undefined
+  /** On the leader: the join proofs accepted, so that a recorded one cannot be sent again (lib/join-proof.ts). */
+  private readonly joinProofs = new JoinReplayGuard()
   /** Refused forwarded commands are logged at most once per peer and problem per interval: a peer could flood. */
   private readonly refusals = new LogLimiter()
 
@@ -69,9 +71,13 @@ export class ClusterNode implements Cluster {
       return this.replica.proposeLocally(data)
     })
     replica.handleRequests('propose-batch', (from, request) => this.serveBatch(from, request['commands']))
+    replica.onLeadership(() => this.joinProofs.leadershipBegan(replica.environment.wallNow()))
     replica.handleRequests('join', async (_from, request) => {
       const incarnation = typeof request['incarnation'] === 'string' ? request['incarnation'] : undefined
-      return { ok: true, ...(await this.routeJoin(String(request['node']), String(request['address']), incarnation, request['forwarded'] === true)) }
+      // A member forwarding a join it verified sends the proof's nonce and time (a member may add a server without a
+      // proof, as the simulator's joins do: it proved the cluster key on its link).
+      const stamp = typeof request['nonce'] === 'string' && typeof request['time'] === 'number' ? { nonce: request['nonce'], time: request['time'] } : undefined
+      return { ok: true, ...(await this.routeJoin(String(request['node']), String(request['address']), incarnation, request['forwarded'] === true, stamp)) }
     })
     replica.handleRequests('remove', async (_from, request) => {
       this.mustLead()
@@ -277,17 +283,24 @@ export class ClusterNode implements Cluster {
     if (!verifyJoinRequest(this.clusterKey, request, this.replica.environment.wallNow())) {
       throw new WardenError('permission_denied', 'the join request does not prove the cluster key (or is older than a minute)')
     }
-    return this.routeJoin(request.Node, request.Address, request.Incarnation, false)
+    return this.routeJoin(request.Node, request.Address, request.Incarnation, false, { nonce: request.Nonce, time: request.Time })
   }
 
-  /** Joins on the leader, or forwards the join there (once: a forwarded join is not forwarded again). */
-  private async routeJoin(node: string, address: string, incarnation: string | undefined, forwarded: boolean): Promise<JoinAnswer> {
+  /**
+   * Joins on the leader, or forwards the join there (once: a forwarded join is not forwarded again). The leader
+   * refuses a proof (its stamp) it accepted before; followers only verify, so the stamp travels with the join.
+   */
+  private async routeJoin(node: string, address: string, incarnation: string | undefined, forwarded: boolean, stamp: JoinStamp | undefined): Promise<JoinAnswer> {
     if (!NODE_NAME_PATTERN.test(node)) throw new WardenError('invalid_input', 'Node: is not a valid node name', 'Node')
     return this.onLeader(
-      () => this.replica.membershipChanges.joinAsLeader(node, address, incarnation),
+      () => {
+        if (stamp !== undefined) this.joinProofs.admit(stamp, this.replica.environment.wallNow())
+        return this.replica.membershipChanges.joinAsLeader(node, address, incarnation)
+      },
       async (leader) => {
         if (forwarded) throw new WardenError('no_leader', 'this node is not the leader; retry')
-        const answer = (await this.requestLeader(leader, { kind: 'join', node, address, forwarded: true, ...(incarnation === undefined ? {} : { incarnation }) })) as Partial<JoinAnswer>
+        const request = { kind: 'join', node, address, forwarded: true, ...(incarnation === undefined ? {} : { incarnation }), ...(stamp === undefined ? {} : stamp) }
+        const answer = (await this.requestLeader(leader, request)) as Partial<JoinAnswer>
         return { members: answer.members ?? {}, voteFromIndex: typeof answer.voteFromIndex === 'number' ? answer.voteFromIndex : 0 }
       },
     )

@@ -16,7 +16,9 @@ export async function joinThroughHttp(replica: RaftReplica, httpAddresses: reado
       try {
         if (!replica.membershipChanges.awaitingJoin()) return
         const incarnation = sendIncarnation ? replica.membershipChanges.incarnation : undefined
-        const request = { ...makeJoinRequest(clusterKey, replica.nodeName, advertiseAddress, environment.wallNow()), ...(incarnation === undefined ? {} : { Incarnation: incarnation }) }
+        // A fresh proof (time and nonce) on every attempt: the leader accepts each proof once, and only one made since
+        // it became the leader (lib/join-proof.ts).
+        const request = makeJoinRequest(clusterKey, replica.nodeName, advertiseAddress, environment.wallNow(), incarnation)
         const response = await fetch(`http://${httpAddress}/v1/operator/raft/join`, {
           method: 'POST',
           headers: { 'Content-Type': 'application/json' },

@@ -2,12 +2,14 @@
  * Membership changes with real processes, one server at a time: a new server started with `--join` enters as a
  * non-voter, catches up and is promoted; it takes writes like any member; a server is removed through
  * DELETE /v1/operator/raft/peer, and removing the leader makes it step down once the change commits, leaving a
- * working cluster. A join without the cluster key is refused.
+ * working cluster. A join without the cluster key is refused, and so is a recorded join proof sent again (issue 18),
+ * to any node, before or after a leader change.
  */
 import { expect } from 'chai'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { makeJoinRequest } from '../../src/lib/join-proof.js'
 import { CLUSTER_KEY, freePort, TestCluster } from '../support/cluster.js'
 import { startAgent, type AgentProcess } from '../support/agent.js'
 
@@ -55,6 +57,45 @@ describe('membership changes in a running cluster', function () {
     })
     expect(response.status).to.equal(403)
     expect((await servers(cluster.node('n1'))).map((server) => server.ID)).to.not.include('intruder')
+  })
+
+  it('refuses a recorded join proof sent again, to the node that took it, another follower or the leader, even after the server it added was removed', async () => {
+    // "ghost" never runs: its proof adds it as a non-voter that never answers, which the test then removes.
+    const proof = makeJoinRequest(CLUSTER_KEY, 'ghost', `127.0.0.1:${await freePort()}`, Date.now())
+    const leaderName = await cluster.leader()
+    const [first, second] = cluster.followers(leaderName) as [string, string]
+    const joined = await cluster.node(first).request('POST', '/v1/operator/raft/join', { token: null, body: proof })
+    expect(joined.status, joined.text).to.equal(200)
+    const removed = await cluster.node(leaderName).request('DELETE', '/v1/operator/raft/peer?id=ghost')
+    expect(removed.status, removed.text).to.equal(200)
+    await eventually(async () => !(await servers(cluster.node(leaderName))).some((server) => server.ID === 'ghost'), 'ghost is removed')
+    for (const name of [first, second, leaderName]) {
+      const replayed = await cluster.node(name).request('POST', '/v1/operator/raft/join', { token: null, body: proof })
+      expect(replayed.status, `${name}: ${replayed.text}`).to.equal(403)
+      expect(replayed.body.Error).to.include('used before')
+    }
+    expect((await servers(cluster.node(leaderName))).map((server) => server.ID)).to.not.include('ghost')
+  })
+
+  it('refuses, on a new leader, a join proof made before it took office: it cannot know whether its predecessor took it', async () => {
+    const proof = makeJoinRequest(CLUSTER_KEY, 'ghost-2', `127.0.0.1:${await freePort()}`, Date.now())
+    const leaderName = await cluster.leader()
+    const joined = await cluster.node(leaderName).request('POST', '/v1/operator/raft/join', { token: null, body: proof })
+    expect(joined.status, joined.text).to.equal(200)
+    const removed = await cluster.node(leaderName).request('DELETE', '/v1/operator/raft/peer?id=ghost-2')
+    expect(removed.status, removed.text).to.equal(200)
+    const target = cluster.followers(leaderName)[0]!
+    const transferred = await cluster.node(leaderName).request('POST', `/v1/operator/raft/transfer-leader?id=${target}`)
+    expect(transferred.status, transferred.text).to.equal(200)
+    await eventually(async () => (await cluster.leader()) === target, `${target} leads`)
+    const replayed = await cluster.node(target).request('POST', '/v1/operator/raft/join', { token: null, body: proof })
+    expect(replayed.status, replayed.text).to.equal(503)
+    expect(replayed.body.Error).to.include('before this server became the leader')
+    expect((await servers(cluster.node(target))).map((server) => server.ID)).to.not.include('ghost-2')
+    // A fresh proof is taken by the new leader (and the server it adds removed again).
+    const fresh = await cluster.node(target).request('POST', '/v1/operator/raft/join', { token: null, body: makeJoinRequest(CLUSTER_KEY, 'ghost-2', proof.Address, Date.now()) })
+    expect(fresh.status, fresh.text).to.equal(200)
+    expect((await cluster.node(target).request('DELETE', '/v1/operator/raft/peer?id=ghost-2')).status).to.equal(200)
   })
 
   it('adds a server started with --join as a non-voter, then promotes it once it caught up', async () => {
