@@ -112,6 +112,7 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
       advertiseAddress: formatAddress(config.clusterAddr),
       datacenter: config.datacenter,
       clusterKey: config.clusterKey,
+      acceptKeys: config.clusterKeysAccepted ?? [],
       listen: config.clusterAddr,
       peers: new Map(peers),
       log: log.child({ module: 'transport' }),
