@@ -18,9 +18,17 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { LocalCluster, type ClusterState } from '../../cluster/lib.js'
+import { HTTP_CONNECTIONS_MAX } from '../../src/agent/limits.js'
 import { registerCleanup, signalIfOurs } from './children.js'
 import { httpCall, keepAliveClients, type ClientPool, type HttpAnswer, type HttpOptions } from './http-client.js'
 import type { Watched } from './procfs.js'
+
+/**
+ * Every connection the bench opens comes from 127.0.0.1, and loopback counts like any client address: 10,000 parked
+ * blocking queries and 256 writers need more than the agent's 200 per client. Raised to the node's own bound on
+ * connections (agent/limits.ts), which still holds.
+ */
+const AGENT_ARGS = ['--http-max-conns-per-client', String(HTTP_CONNECTIONS_MAX)]
 
 export class WardenCluster {
   /** 64 keep-alive sockets to each node at most. */
@@ -46,7 +54,7 @@ export class WardenCluster {
     // Not under the repository: the disk is the same, and a crashed run leaves nothing in the working tree.
     const root = await mkdtemp(join(tmpdir(), 'warden-bench-'))
     // up() stops what it started when it fails; the root is ours to remove.
-    const cluster = await withProfiling(options.profileDir, () => LocalCluster.up({ nodes, root })).catch(async (error: unknown) => {
+    const cluster = await withProfiling(options.profileDir, () => LocalCluster.up({ nodes, root, args: AGENT_ARGS })).catch(async (error: unknown) => {
       await rm(root, { recursive: true, force: true })
       throw error
     })

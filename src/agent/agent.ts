@@ -19,6 +19,7 @@ import { httpConnectionsFor, openFilesLimit } from './limits.js'
 import { TokenResolver } from '../acl/resolver.js'
 import { answerClientError, answerExpectation } from '../http/client-errors.js'
 import { boundPipelining } from '../http/pipelining.js'
+import { limitConnectionsPerClient, skipRefusedConnections } from '../http/connection-limit.js'
 import { createApp } from '../http/app.js'
 import { OidcStateSealer } from '../acl/auth/oidc-state.js'
 import { cloudSettingsProblem, LinkController, linkFromSettings } from '../controllers/link-controller.js'
@@ -171,11 +172,16 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   // complete with its headers and may then wait its 10 minutes. A body a route never reads (a GET with a trickling
   // Content-Length) would otherwise hold its connection for as long as this allows. Bodies a route reads have their
   // own 30 s (body.ts). No Host header is needed: nothing here routes by host, and Node's refusal was not JSON.
-  const httpServer = createHttpServer({ requestTimeout: 60_000, headersTimeout: 60_000, maxHeaderSize: 64 * 1024, requireHostHeader: false }, boundPipelining(app.callback()))
+  const httpServer = createHttpServer(
+    { requestTimeout: 60_000, headersTimeout: 60_000, maxHeaderSize: 64 * 1024, requireHostHeader: false },
+    skipRefusedConnections(boundPipelining(app.callback())),
+  )
   httpServer.keepAliveTimeout = 30_000
   httpServer.on('clientError', answerClientError)
   httpServer.on('checkExpectation', answerExpectation)
   httpServer.maxConnections = httpConnections
+  // Within that, a share per client address (limits.http_max_conns_per_client; loopback included).
+  limitConnectionsPerClient(httpServer, config.limits.httpMaxConnsPerClient, log.child({ module: 'http' }))
   const httpBound = await listen(httpServer, config.httpAddr.host, config.httpAddr.port)
   const httpAddress = formatAddress({ host: config.httpAddr.host, port: httpBound.port })
 
