@@ -14,6 +14,8 @@ export const AGENT_USAGE = `usage: warden agent [--dev] [--config-file FILE] [--
                     [--primary-datacenter DC] [--data-dir DIR] [--http-addr HOST:PORT]
                     [--cluster-addr HOST:PORT] [--peer NAME=HOST:PORT ...] [--join HOST:PORT ...]
                     [--cluster-key SECRET | --cluster-key-file FILE]
+                    [--cluster-key-accept SECRET ... | --cluster-key-accept-file FILE]
+                    [--http-max-conns-per-client N]
                     [--initial-management-token SECRET | --initial-management-token-file FILE]
                     [--default-policy allow|deny] [--down-policy POLICY] [--log-level LEVEL]`
 

@@ -24,6 +24,7 @@ const ALLOWED: Record<string, string> = {
   'src/controllers/link-controller.ts': "the cloud link calls the cloud's token and cluster endpoints, not warden's API",
   'src/acl/auth/': "auth methods fetch OIDC discovery, JWKS and AWS STS documents from identity providers, not warden's API",
   'src/rpc/join-client.ts': 'node-to-node: a joining agent asks a member to add it (inside an agent, before it serves)',
+  'test/unit/cli/tls.test.ts': "tests generated certificates in TLS handshakes with a plain node:https server, not warden's API",
 }
 
 const HTTP_MODULES = /^(node:)?https?$/
