@@ -21,6 +21,7 @@ import { answerClientError, answerExpectation } from '../http/client-errors.js'
 import { boundPipelining } from '../http/pipelining.js'
 import { limitConnectionsPerClient, skipRefusedConnections } from '../http/connection-limit.js'
 import { createApp } from '../http/app.js'
+import { AuditLog } from '../http/audit-log.js'
 import { OidcStateSealer } from '../acl/auth/oidc-state.js'
 import { cloudSettingsProblem, LinkController, linkFromSettings } from '../controllers/link-controller.js'
 import { TokenReaper } from '../controllers/token-reaper.js'
@@ -86,11 +87,23 @@ function listen(server: Server | TcpServer, host: string, port: number): Promise
   })
 }
 
+async function openAuditLog(config: AgentConfig, log: Logger): Promise<AuditLog | undefined> {
+  if (config.audit === undefined) return undefined
+  const { path, rotateBytes, rotateKeep, setting } = config.audit
+  try {
+    return await AuditLog.open({ path, rotateBytes, rotateKeep, log: log.child({ module: 'audit' }) })
+  } catch (error) {
+    throw new ConfigError(`${setting}: cannot open ${path} for appending: ${(error as Error).message}`)
+  }
+}
+
 export async function startAgent(config: AgentConfig, log: Logger, onFatal: (error: unknown) => void): Promise<RunningAgent> {
   const cloudProblem = cloudSettingsProblem(config.cloud)
   if (cloudProblem !== undefined) throw new ConfigError(cloudProblem)
   // Settings that work but expose a secret (config.ts): said once, at start, naming the setting and never the secret.
   for (const warning of config.warnings) log.warn({ setting: warning.setting }, warning.message)
+  // Before anything else: an agent that cannot keep its audit log must not serve (fail closed, issue 18).
+  const audit = await openAuditLog(config, log)
   const { dataDir, temporary } = await prepareDataDir(config)
   const devToken = config.initialManagementToken === undefined && config.dev ? await devManagementToken(dataDir) : undefined
   const managementToken = config.initialManagementToken ?? devToken?.secret
@@ -157,6 +170,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     now,
     closing: closing.signal,
     oidcStates: OidcStateSealer.create(config.clusterKey),
+    audit,
   })
   const reaper = new TokenReaper(state, replica, { intervalMs: 1_000, batchSizeMax: 4_096, now, log: log.child({ module: 'token-reaper' }) })
   reaper.start()
@@ -203,6 +217,8 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
       await linkController.stop()
       await started.stop()
       await state.close()
+      // Last: the outcome lines of the requests answered above are written before the file closes.
+      await audit?.close()
       if (temporary) await rm(dataDir, { recursive: true, force: true })
     })()
     return stopping

@@ -44,6 +44,11 @@ export interface AgentConfig {
   raft: { heartbeatIntervalMs: number; electionTimeoutMs: number; snapshotThreshold: number; leaderWaitMs: number }
   /** `httpMaxConnsPerClient`: HTTP connections one client address may hold at once; 0 for no limit per client. */
   limits: { httpMaxConnsPerClient: number }
+  /**
+   * The audit log (`--audit-log FILE`, file key `audit`), undefined when off. `setting` names where the path came
+   * from, for the message that stops the agent when the file cannot be opened.
+   */
+  audit: { path: string; rotateBytes: number; rotateKeep: number; setting: string } | undefined
   /** What the agent logs as warnings once it has a logger: settings that work but expose a secret. */
   warnings: ConfigWarning[]
 }
@@ -53,6 +58,10 @@ export interface ConfigWarning {
   setting: string
   message: string
 }
+
+/** An audit file is rotated at this size unless audit.rotate_bytes says otherwise, and this many rotated files are kept. */
+export const AUDIT_ROTATE_BYTES_DEFAULT = 100 * 1024 * 1024
+export const AUDIT_ROTATE_KEEP_DEFAULT = 5
 
 /** Consul's default for limits.http_max_conns_per_client. */
 export const HTTP_MAX_CONNS_PER_CLIENT_DEFAULT = 200
@@ -72,6 +81,7 @@ const FLAG_KEYS: Record<string, string> = {
   'down-policy': 'acl.down_policy',
   'initial-management-token': 'acl.tokens.initial_management',
   'http-max-conns-per-client': 'limits.http_max_conns_per_client',
+  'audit-log': 'audit.path',
 }
 
 const FILE_FLAGS: Record<string, string> = {
@@ -232,6 +242,7 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   cloud: ['resource_id', 'client_id', 'client_secret', 'management_plane_url'],
   raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold', 'leader_wait'],
   limits: ['http_max_conns_per_client'],
+  audit: ['path', 'rotate_bytes', 'rotate_keep'],
 }
 
 /** Flattens the file to dotted keys (acl.default_policy), refusing keys the agent does not know. */
@@ -370,6 +381,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
   const connsKey = 'limits.http_max_conns_per_client'
   const httpMaxConnsPerClient = connectionCount(label(connsKey), settings.get(connsKey), origins.has(connsKey), HTTP_MAX_CONNS_PER_CLIENT_DEFAULT)
 
+  const audit = auditSettings(settings, label)
+
   const tokenMinExpirationTtlMs = durationSetting('acl.token_min_expiration_ttl', settings.get('acl.token_min_expiration_ttl'), 60_000)
   const tokenMaxExpirationTtlMs = durationSetting('acl.token_max_expiration_ttl', settings.get('acl.token_max_expiration_ttl'), 24 * 3_600_000)
   if (tokenMinExpirationTtlMs <= 0 || tokenMinExpirationTtlMs > tokenMaxExpirationTtlMs) {
@@ -417,6 +430,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     },
     raft: { heartbeatIntervalMs, electionTimeoutMs, snapshotThreshold, leaderWaitMs },
     limits: { httpMaxConnsPerClient },
+    audit,
     warnings,
   }
 }
@@ -445,6 +459,30 @@ function acceptedKeys(flags: ParsedFlags, fromFile: unknown, env: NodeJS.Process
     .map((key) => key.trim())
     .filter((key) => key !== '')
     .map((key) => ({ label: 'WARDEN_CLUSTER_KEY_ACCEPT', key }))
+}
+
+/**
+ * The audit log's settings, or undefined when no path is given (rotate_bytes and rotate_keep alone are refused: they
+ * would suggest an audit log that is not there).
+ */
+function auditSettings(settings: Map<string, unknown>, label: (key: string) => string): AgentConfig['audit'] {
+  const path = stringSetting(label('audit.path'), settings.get('audit.path'))
+  const rotateBytes = positiveInteger('audit.rotate_bytes', settings.get('audit.rotate_bytes'), AUDIT_ROTATE_BYTES_DEFAULT, 'bytes', 1024)
+  const rotateKeep = positiveInteger('audit.rotate_keep', settings.get('audit.rotate_keep'), AUDIT_ROTATE_KEEP_DEFAULT, 'rotated files to keep', 1)
+  if (path === undefined) {
+    const stray = ['audit.rotate_bytes', 'audit.rotate_keep'].find((key) => settings.has(key))
+    if (stray !== undefined) throw new ConfigError(`${stray}: needs audit.path (or --audit-log FILE), the file to write`)
+    return undefined
+  }
+  if (path === '') throw new ConfigError(`${label('audit.path')}: must name a file`)
+  return { path, rotateBytes, rotateKeep, setting: label('audit.path') }
+}
+
+/** A whole number from the file (a JSON number), at least `min`. */
+function positiveInteger(name: string, value: unknown, fallback: number, unit: string, min: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) throw new ConfigError(`${name}: must be a whole number of ${unit}, at least ${min}`)
+  return value
 }
 
 /** A count of connections: a whole number, 0 or more, from the file (a JSON number) or a flag (its digits). */

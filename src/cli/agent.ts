@@ -15,7 +15,7 @@ export const AGENT_USAGE = `usage: warden agent [--dev] [--config-file FILE] [--
                     [--cluster-addr HOST:PORT] [--peer NAME=HOST:PORT ...] [--join HOST:PORT ...]
                     [--cluster-key SECRET | --cluster-key-file FILE]
                     [--cluster-key-accept SECRET ... | --cluster-key-accept-file FILE]
-                    [--http-max-conns-per-client N]
+                    [--http-max-conns-per-client N] [--audit-log FILE]
                     [--initial-management-token SECRET | --initial-management-token-file FILE]
                     [--default-policy allow|deny] [--down-policy POLICY] [--log-level LEVEL]`
 

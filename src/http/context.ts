@@ -9,6 +9,7 @@ import type { StateStore } from '../state/store.js'
 import type { Caller, TokenResolver } from '../acl/resolver.js'
 import type { OidcStateSealer } from '../acl/auth/oidc-state.js'
 import type { PermissionAccess, PermissionResource } from '../acl/authorization.js'
+import type { AuditLog } from './audit-log.js'
 
 export interface ApiSettings {
   nodeName: string
@@ -34,6 +35,8 @@ export interface AppServices {
   closing: AbortSignal
   /** Seals the state of OIDC browser logins; the same key on every node of a cluster. */
   oidcStates: OidcStateSealer
+  /** The audit log (`--audit-log`), when there is one: writes, logins, logouts and refusals (audit.ts). */
+  audit?: AuditLog | undefined
 }
 
 export interface RequestState {

@@ -19,6 +19,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   rate_limited: 429,
   internal: 500,
   no_leader: 503,
+  audit_unavailable: 503,
   outcome_unknown: 504,
 }
 

@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'internal'
   | 'no_leader'
   | 'outcome_unknown'
+  | 'audit_unavailable'
 
 export interface WireError {
   code: ErrorCode

@@ -205,4 +205,31 @@ describe('agent/config', () => {
       for (const text of warned) expect(text).to.not.include(KEY).and.not.include(OLD_KEY).and.not.include(secret)
     })
   })
+
+  describe('audit', () => {
+    it('is off by default; --audit-log or audit.path turns it on, with rotation at 100 MiB keeping 5 files unless set', async () => {
+      expect(load([]).audit).to.equal(undefined)
+      expect(load(['--audit-log', '/var/log/warden/audit.log']).audit).to.deep.equal({ path: '/var/log/warden/audit.log', rotateBytes: 100 * 1024 * 1024, rotateKeep: 5, setting: '--audit-log' })
+      const config = await file('audit.json', JSON.stringify({ audit: { path: '/tmp/a.log', rotate_bytes: 4096, rotate_keep: 2 } }), 0o644)
+      expect(load(['--config-file', config]).audit).to.deep.equal({ path: '/tmp/a.log', rotateBytes: 4096, rotateKeep: 2, setting: 'audit.path' })
+      expect(load(['--config-file', config, '--audit-log', '/tmp/b.log']).audit?.path).to.equal('/tmp/b.log')
+    })
+
+    it('refuses bad values naming the setting, and rotation settings without a path', async () => {
+      for (const [audit, setting] of [
+        [{ path: '/tmp/a.log', rotate_bytes: 10 }, 'audit.rotate_bytes'],
+        [{ path: '/tmp/a.log', rotate_bytes: '1MB' }, 'audit.rotate_bytes'],
+        [{ path: '/tmp/a.log', rotate_keep: 0 }, 'audit.rotate_keep'],
+        [{ path: '/tmp/a.log', rotate_keep: 1.5 }, 'audit.rotate_keep'],
+        [{ path: 7 }, 'audit.path'],
+        [{ path: '' }, 'audit.path'],
+        [{ rotate_keep: 3 }, 'audit.rotate_keep'],
+        [{ file: '/tmp/a.log' }, 'audit.file'],
+      ] as const) {
+        const config = await file('audit-bad.json', JSON.stringify({ audit }), 0o644)
+        expect(refusal(['--config-file', config]), JSON.stringify(audit)).to.include(setting)
+      }
+      expect(refusal(['--audit-log', ''])).to.match(/^--audit-log: must name a file/)
+    })
+  })
 })
