@@ -22,6 +22,7 @@ import { boundPipelining } from '../http/pipelining.js'
 import { limitConnectionsPerClient, skipRefusedConnections } from '../http/connection-limit.js'
 import { createApp } from '../http/app.js'
 import { AuditLog } from '../http/audit-log.js'
+import { auditRefusedConnection } from '../http/audit.js'
 import { OidcStateSealer } from '../acl/auth/oidc-state.js'
 import { cloudSettingsProblem, LinkController, linkFromSettings } from '../controllers/link-controller.js'
 import { TokenReaper } from '../controllers/token-reaper.js'
@@ -195,7 +196,8 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   httpServer.on('checkExpectation', answerExpectation)
   httpServer.maxConnections = httpConnections
   // Within that, a share per client address (limits.http_max_conns_per_client; loopback included).
-  limitConnectionsPerClient(httpServer, config.limits.httpMaxConnsPerClient, log.child({ module: 'http' }))
+  const httpLog = log.child({ module: 'http' })
+  limitConnectionsPerClient(httpServer, config.limits.httpMaxConnsPerClient, httpLog, (client) => auditRefusedConnection(audit, { nodeName: config.nodeName, now, log: httpLog }, client))
   const httpBound = await listen(httpServer, config.httpAddr.host, config.httpAddr.port)
   const httpAddress = formatAddress({ host: config.httpAddr.host, port: httpBound.port })
 

@@ -7,6 +7,7 @@ import Router from '@koa/router'
 import { InvalidInputError, WardenError } from '../lib/errors.js'
 import type { AppServices, ApiContext } from './context.js'
 import { errorMiddleware } from './errors.js'
+import { auditMiddleware } from './audit.js'
 import { LogLimiter } from '../lib/log-limiter.js'
 import { consistencyOf, hasParam, isWriteMethod, queryParam } from './request.js'
 import { setResponseHeader } from './headers.js'
@@ -65,6 +66,8 @@ export function createApp(services: AppServices): Koa {
     if (byClient) return services.log.debug({ err: error.message, code }, 'client connection error')
     unanswered.warn(services.log, error.message, { err: error }, 'a response could not be completed')
   })
+  // Outside the error mapper, so it sees the status and code every answer leaves with.
+  app.use(auditMiddleware(services))
   app.use(errorMiddleware(services.log))
   // Not async, for the same reason as the error mapper: no suspended frame per held request.
   app.use((ctx, next) => {

@@ -58,7 +58,7 @@ class PerClient {
  * Applies the limit to `server`'s connections; `perClientMax` 0 applies none. Registered before Node's HTTP listener,
  * so a connection is counted or refused before anything is parsed on it.
  */
-export function limitConnectionsPerClient(server: Server, perClientMax: number, log: Logger): void {
+export function limitConnectionsPerClient(server: Server, perClientMax: number, log: Logger, onRefused?: (client: string) => void): void {
   if (perClientMax === 0) return
   const open = new PerClient()
   const lingering = new PerClient()
@@ -76,6 +76,7 @@ export function limitConnectionsPerClient(server: Server, perClientMax: number, 
     socket[REFUSED] = true
     // One key for every client: addresses are the caller's to choose from, lines per address could flood the log.
     logged.warn(log, 'connections per client', { client, limit: perClientMax }, 'refused a connection: the client holds the most connections allowed per client')
+    onRefused?.(client)
     if (lingering.get(client) >= REFUSED_LINGERING_MAX) {
       socket.destroy()
       return

@@ -10,6 +10,7 @@ import type { Caller, TokenResolver } from '../acl/resolver.js'
 import type { OidcStateSealer } from '../acl/auth/oidc-state.js'
 import type { PermissionAccess, PermissionResource } from '../acl/authorization.js'
 import type { AuditLog } from './audit-log.js'
+import type { AuditedWrite } from './audit.js'
 
 export interface ApiSettings {
   nodeName: string
@@ -53,6 +54,12 @@ export interface RequestState {
   query?: Record<string, string | string[] | undefined>
   /** The consistency mode, parsed once (the app middleware and serveRead both need it). */
   consistency?: { mode: 'leader' | 'stale' | 'consistent'; maxStaleMs?: number }
+  /** The write whose request line the audit log holds, for its response line (audit.ts). */
+  audited?: AuditedWrite
+  /** Ties a request's audit lines together. */
+  auditRequestID?: string
+  /** The caller's AccessorID where it is known without resolving a Caller (a logout knows its own token). */
+  auditAccessorID?: string
 }
 
 export type ApiContext = Context & { state: RequestState }

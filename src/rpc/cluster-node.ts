@@ -99,6 +99,10 @@ export class ClusterNode implements Cluster {
   // Writes.
 
   async propose(command: Command): Promise<ApplyResult> {
+    return (await this.proposeIndexed(command)).result
+  }
+
+  async proposeIndexed(command: Command): Promise<{ result: ApplyResult; index: number }> {
     this.replica.checkRunning()
     // This node's own commands are checked too (1.3 µs for a token create: scripts/bench/validate-micro.ts): one built
     // from a request the HTTP layer let through by mistake is refused here, before it reaches any log, rather than
@@ -110,13 +114,13 @@ export class ClusterNode implements Cluster {
     const deadline = environment.now() + this.replica.leaderWaitMs
     for (;;) {
       try {
-        if (this.replica.isLeader()) return (await this.replica.proposeLocally(data)).result
+        if (this.replica.isLeader()) return await this.replica.proposeLocally(data)
         const leader = this.replica.leader
         if (leader !== null) {
           const response = await this.forward(leader, data)
           // Serve the caller's next read from this node with its own write in it.
           await this.replica.afterApplied(response.index, Math.min(this.replica.applyWaitMs, 5_000)).catch(() => undefined)
-          return response.result
+          return { result: response.result, index: response.index }
         }
       } catch (error) {
         // no_leader means the write was not applied: the leader it went to died, stepped down or lost the entry to a

@@ -38,6 +38,8 @@ export interface Cluster {
    * WardenError: no_leader (not applied, safe to retry) or outcome_unknown (it may have been applied).
    */
   propose(command: Command): Promise<ApplyResult>
+  /** As propose, with the log index the command was committed at (the audit log records it). */
+  proposeIndexed(command: Command): Promise<{ result: ApplyResult; index: number }>
   /** The leader's advertised cluster address, "" while there is none. */
   leaderAddress(): string
   /** Cluster addresses of every member. */

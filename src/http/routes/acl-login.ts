@@ -231,6 +231,8 @@ async function logout(ctx: ApiContext): Promise<void> {
   if (secret === undefined || secret === '') throw new AclNotFoundError()
   const token = await ctx.state.app.resolver.tokenBySecret(secret, ctx.state.app.now())
   if (token === undefined) throw new AclNotFoundError()
+  // The caller is the token it deletes: named in the audit log by its AccessorID, never by the secret it sent.
+  ctx.state.auditAccessorID = token.AccessorID
   if (token.AuthMethod === '') throw new PermissionDeniedError("Permission denied: token wasn't created via login")
   ctx.body = await propose(ctx, { type: 'acl.token.delete', AccessorID: token.AccessorID })
 }

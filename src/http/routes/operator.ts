@@ -8,6 +8,7 @@ import { checkClusterAddress } from '../../lib/cluster-address.js'
 import { InvalidInputError } from '../../lib/errors.js'
 import type { ApiContext } from '../context.js'
 import { queryParam, requirePermission } from '../request.js'
+import { auditBeforeChange } from '../audit.js'
 import { ANONYMOUS_BODY, readJsonObject } from '../body.js'
 import { validateBody, type Schema } from '../validate.js'
 import type { JoinRequest } from '../../lib/join-proof.js'
@@ -35,6 +36,7 @@ async function removePeer(ctx: ApiContext): Promise<void> {
   if ((id === undefined || id === '') && (address === undefined || address === '')) {
     throw new InvalidInputError('id', 'give the server to remove as ?id= or ?address=')
   }
+  await auditBeforeChange(ctx, 'raft.member.delete', { kind: 'raft-server', id: id || address || '' })
   await ctx.state.app.cluster.removeServer({ ...(id ? { id } : {}), ...(address ? { address } : {}) })
   ctx.body = true
 }
@@ -48,6 +50,7 @@ async function removePeer(ctx: ApiContext): Promise<void> {
 async function transferLeader(ctx: ApiContext): Promise<void> {
   await requirePermission(ctx, 'operator', 'write')
   const id = queryParam(ctx, 'id')
+  await auditBeforeChange(ctx, 'operator.transfer-leader', { kind: 'raft-server', id: id ?? '' })
   await ctx.state.app.cluster.transferLeadership(id === undefined || id === '' ? undefined : id)
   ctx.body = { Success: true }
 }
@@ -102,6 +105,8 @@ async function join(ctx: ApiContext): Promise<void> {
   const body = validateBody<JoinRequest>(joinSchema, await readJsonObject(ctx, ANONYMOUS_BODY))
   // Every node dials the address once the leader commits it: one that cannot be dialed must not get that far.
   checkClusterAddress('Address', body.Address)
+  // The proof is not copied to the audit log: the server is named by its node name alone.
+  await auditBeforeChange(ctx, 'raft.member.set', { kind: 'raft-server', id: body.Node })
   const result = await ctx.state.app.cluster.join(body)
   // VoteFromIndex: the log index at which the server was (re-)added; it may not vote before its log reaches it.
   ctx.body = { Members: result.members, VoteFromIndex: result.voteFromIndex }
