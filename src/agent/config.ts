@@ -4,6 +4,7 @@
  * a ConfigError whose message names the flag, key or variable, and the CLI exits 2 with it. What is allowed but unwise
  * (a secret on argv, a secret file others may read) is a warning the agent logs at start; no message quotes a secret.
  */
+import { ACCEPT_KEYS_MAX } from '../transport/handshake.js'
 import { readFileSync, statSync } from 'node:fs'
 import { NODE_NAME_PATTERN } from '../lib/ids.js'
 import { hostname } from 'node:os'
@@ -373,6 +374,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
   const clusterKey = text('cluster_key')
   if (clusterKey !== undefined) checkClusterKey(label('cluster_key'), clusterKey)
   const accepted = acceptedKeys(flags, settings.get('cluster_key_accept'), env, warnings)
+  // The transport tries each accepted key on every handshake it takes: a few are enough for a rotation.
+  if (accepted.length > ACCEPT_KEYS_MAX) throw new ConfigError(`--cluster-key-accept: at most ${ACCEPT_KEYS_MAX} keys may be accepted besides --cluster-key (${accepted.length} given)`)
   for (const { label: acceptLabel, key } of accepted) checkClusterKey(acceptLabel, key)
   if (accepted.length > 0 && clusterKey === undefined) {
     throw new ConfigError(`${accepted[0]?.label}: needs --cluster-key (or --cluster-key-file, WARDEN_CLUSTER_KEY), the key this node uses; accepted keys are the old ones it still accepts during a rotation`)

@@ -100,6 +100,13 @@ describe('agent/config', () => {
       expect(load([]).clusterKeysAccepted).to.deep.equal([])
     })
 
+    it('at most 8 keys are accepted besides --cluster-key (the transport tries each on every handshake)', () => {
+      const keys = Array.from({ length: 9 }, () => randomBytes(32).toString('base64'))
+      const nine = keys.flatMap((key) => ['--cluster-key-accept', key])
+      expect(refusal(['--cluster-key', KEY, ...nine])).to.match(/^--cluster-key-accept: at most 8 keys/)
+      expect(load(['--cluster-key', KEY, ...nine.slice(2)]).clusterKeysAccepted).to.have.length(8)
+    })
+
     it('--cluster-key-accept repeats, in the order given, with = or the next word', () => {
       const third = randomBytes(16).toString('hex')
       expect(load(['--cluster-key', KEY, '--cluster-key-accept', OLD_KEY, `--cluster-key-accept=${third}`]).clusterKeysAccepted).to.deep.equal([OLD_KEY, third])
