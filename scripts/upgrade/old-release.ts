@@ -1,5 +1,5 @@
 /**
- * A build of an earlier release of warden, for the upgrade test (test/upgrade/rolling.test.ts): the tree of a commit,
+ * A build of an earlier release of warden, for the upgrade test (test/upgrade/upgrade.test.ts): the tree of a commit,
  * taken with `git archive` (the main worktree is never touched), installed with `npm ci` and built with
  * `npm run build` in a directory of its own under the OS temporary directory, keyed by the full commit hash.
  *

@@ -4,6 +4,10 @@
  * is started with the flags test/support/cluster.ts uses (--node-name, --http-addr, --cluster-addr, --cluster-key,
  * --initial-management-token, --data-dir, and --peer for every founder, or --join, or neither for a server alone).
  *
+ * The cluster key is the cluster's own (`clusterKey`, CLUSTER_KEY unless `create` is given one) and may be changed
+ * between runs, as an operator changes it during a full stop. `startToExit` runs a node that is expected to refuse to
+ * start, and returns its exit code and output.
+ *
  * `stop` is SIGTERM and waits for the exit (which must be 0); every process still running is SIGKILLed by `destroy`
  * (the suite's afterEach, so a failing test leaks nothing), and, as a last resort, when the mocha process exits.
  */
@@ -134,6 +138,37 @@ export class UpgradeNode {
     }
   }
 
+  /**
+   * Runs `cli agent args` expecting it to exit before it is ready (a refused setting): resolves with the exit code and
+   * the lines it wrote (stdout and stderr); rejects if it became ready or did not exit within `timeoutMs`.
+   */
+  async startToExit(release: Release, cli: string, args: string[], timeoutMs = 20_000): Promise<{ code: number | null; lines: string[] }> {
+    if (this.child !== undefined) throw new Error(`${this.name} is already running`)
+    this.record(release, `--- starting ${cli} ${args.join(' ')} (expected to exit)`)
+    const child = spawn(process.execPath, [cli, 'agent', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    live.add(child)
+    const lines: string[] = []
+    const onLine = (line: string): void => {
+      lines.push(line)
+      this.record(release, line)
+    }
+    const out = createInterface({ input: child.stdout! })
+    const err = createInterface({ input: child.stderr! })
+    out.on('line', onLine)
+    err.on('line', onLine)
+    const outClosed = new Promise((resolve) => out.once('close', resolve))
+    const errClosed = new Promise((resolve) => err.once('close', resolve))
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (exitCode) => resolve(exitCode)))
+    clearTimeout(timer)
+    live.delete(child)
+    await Promise.all([outClosed, errClosed])
+    this.record(release, `--- exited with ${code}`)
+    if (lines.some((line) => line.includes('"agent ready"'))) throw new Error(`${this.name} (${release}) became ready; it was expected to refuse to start`)
+    if (code === null) throw new Error(`${this.name} (${release}) did not exit within ${timeoutMs} ms`)
+    return { code, lines }
+  }
+
   /** SIGTERM, and waits for the exit; returns the exit code. */
   async stop(): Promise<number | null> {
     const child = this.child
@@ -194,17 +229,22 @@ export class UpgradeCluster {
     readonly root: string,
     readonly builds: Builds,
     private readonly configFile: string | undefined,
+    /** The --cluster-key every node is started with from now on (an operator changes it while the cluster is stopped). */
+    public clusterKey: string,
   ) {}
 
-  /** Nodes named `names`, ports picked free now and kept; `raft` settings go to every node's config file. */
-  static async create(builds: Builds, options: { raft?: Record<string, unknown> } = {}): Promise<UpgradeCluster> {
+  /**
+   * Nodes named `names`, ports picked free now and kept; `raft` settings go to every node's config file; the cluster
+   * key is `clusterKey` (default CLUSTER_KEY, valid for both builds).
+   */
+  static async create(builds: Builds, options: { raft?: Record<string, unknown>; clusterKey?: string } = {}): Promise<UpgradeCluster> {
     const root = await mkdtemp(join(tmpdir(), 'warden-upgrade-'))
     let configFile: string | undefined
     if (options.raft !== undefined) {
       configFile = join(root, 'config.json')
       await writeFile(configFile, JSON.stringify({ raft: options.raft }))
     }
-    return new UpgradeCluster(root, builds, configFile)
+    return new UpgradeCluster(root, builds, configFile, options.clusterKey ?? CLUSTER_KEY)
   }
 
   async add(name: string, role: Role): Promise<UpgradeNode> {
@@ -235,7 +275,7 @@ export class UpgradeCluster {
       '--node-name', node.name,
       '--http-addr', node.httpAddress,
       '--cluster-addr', node.clusterAddress,
-      ...(node.role.kind === 'alone' ? [] : ['--cluster-key', CLUSTER_KEY]),
+      ...(node.role.kind === 'alone' ? [] : ['--cluster-key', this.clusterKey]),
       '--initial-management-token', MANAGEMENT_TOKEN,
       ...membership,
       '--data-dir', node.dataDir,
@@ -247,6 +287,12 @@ export class UpgradeCluster {
     const node = this.node(name)
     await node.start(release, this.builds[release], this.args(node))
     return node
+  }
+
+  /** Starts `name` on `release` expecting it to refuse to start: its exit code and output. */
+  async startToExit(name: string, release: Release): Promise<{ code: number | null; lines: string[] }> {
+    const node = this.node(name)
+    return node.startToExit(release, this.builds[release], this.args(node))
   }
 
   /** SIGTERM, wait for the exit (it must be a clean one). */
