@@ -94,7 +94,7 @@ export const caCreate: Command = {
   synopsis: 'Create a new warden CA',
   help: `Usage: warden tls ca create [options]
 
-  Creates a CA for warden's TLS (peer links and HTTPS) in the current directory: its certificate and its key
+  Creates a CA for warden's TLS certificates in the current directory: its certificate and its key
   (mode 0600). Existing files are never overwritten:
 
       $ warden tls ca create
