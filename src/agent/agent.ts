@@ -23,6 +23,7 @@ import { limitConnectionsPerClient, skipRefusedConnections } from '../http/conne
 import { createApp } from '../http/app.js'
 import { AuditLog } from '../http/audit-log.js'
 import { auditRefusedConnection } from '../http/audit.js'
+import { RateLimiter } from '../http/rate-limit.js'
 import { OidcStateSealer } from '../acl/auth/oidc-state.js'
 import { cloudSettingsProblem, LinkController, linkFromSettings } from '../controllers/link-controller.js'
 import { TokenReaper } from '../controllers/token-reaper.js'
@@ -172,6 +173,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     closing: closing.signal,
     oidcStates: OidcStateSealer.create(config.clusterKey),
     audit,
+    rateLimiter: new RateLimiter(config.limits.rates, log.child({ module: 'http', limiter: 'rate' })),
   })
   const reaper = new TokenReaper(state, replica, { intervalMs: 1_000, batchSizeMax: 4_096, now, log: log.child({ module: 'token-reaper' }) })
   reaper.start()

@@ -9,6 +9,7 @@ import { readFileSync, statSync } from 'node:fs'
 import { NODE_NAME_PATTERN } from '../lib/ids.js'
 import { hostname } from 'node:os'
 import { parseDuration } from '../lib/duration.js'
+import type { RateLimitSettings } from '../http/rate-limit.js'
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError'
@@ -43,8 +44,11 @@ export interface AgentConfig {
   tokenMaxExpirationTtlMs: number
   cloud: { resourceId?: string; clientId?: string; clientSecret?: string; managementPlaneUrl?: string }
   raft: { heartbeatIntervalMs: number; electionTimeoutMs: number; snapshotThreshold: number; leaderWaitMs: number }
-  /** `httpMaxConnsPerClient`: HTTP connections one client address may hold at once; 0 for no limit per client. */
-  limits: { httpMaxConnsPerClient: number }
+  /**
+   * `httpMaxConnsPerClient`: HTTP connections one client address may hold at once; 0 for no limit per client. `rates`:
+   * `limits.request_limits` (mode, read_rate, write_rate) and `limits.login_rate`, Infinity where unlimited.
+   */
+  limits: { httpMaxConnsPerClient: number; rates: RateLimitSettings }
   /**
    * The audit log (`--audit-log FILE`, file key `audit`), undefined when off. `setting` names where the path came
    * from, for the message that stops the agent when the file cannot be opened.
@@ -242,9 +246,11 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens'],
   cloud: ['resource_id', 'client_id', 'client_secret', 'management_plane_url'],
   raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold', 'leader_wait'],
-  limits: ['http_max_conns_per_client'],
+  limits: ['http_max_conns_per_client', 'request_limits', 'login_rate'],
   audit: ['path', 'rotate_bytes', 'rotate_keep'],
 }
+
+const REQUEST_LIMITS_KEYS = ['mode', 'read_rate', 'write_rate']
 
 /** Flattens the file to dotted keys (acl.default_policy), refusing keys the agent does not know. */
 function flattenFile(raw: Raw): Map<string, unknown> {
@@ -264,6 +270,14 @@ function flattenFile(raw: Raw): Map<string, unknown> {
         for (const [tokenKey, tokenValue] of Object.entries(innerValue as Raw)) {
           if (tokenKey !== 'initial_management') throw new ConfigError(`config file: unknown key "acl.tokens.${tokenKey}"`)
           flat.set('acl.tokens.initial_management', tokenValue)
+        }
+        continue
+      }
+      if (key === 'limits' && inner === 'request_limits') {
+        if (typeof innerValue !== 'object' || innerValue === null || Array.isArray(innerValue)) throw new ConfigError('config file: "limits.request_limits" must be an object')
+        for (const [limitKey, limitValue] of Object.entries(innerValue as Raw)) {
+          if (!REQUEST_LIMITS_KEYS.includes(limitKey)) throw new ConfigError(`config file: unknown key "limits.request_limits.${limitKey}"`)
+          flat.set(`limits.request_limits.${limitKey}`, limitValue)
         }
         continue
       }
@@ -384,6 +398,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
   const connsKey = 'limits.http_max_conns_per_client'
   const httpMaxConnsPerClient = connectionCount(label(connsKey), settings.get(connsKey), origins.has(connsKey), HTTP_MAX_CONNS_PER_CLIENT_DEFAULT)
 
+  const rates = rateSettings(settings)
   const audit = auditSettings(settings, label)
 
   const tokenMinExpirationTtlMs = durationSetting('acl.token_min_expiration_ttl', settings.get('acl.token_min_expiration_ttl'), 60_000)
@@ -432,7 +447,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
       ...optional('managementPlaneUrl', stringSetting('cloud.management_plane_url', settings.get('cloud.management_plane_url'))),
     },
     raft: { heartbeatIntervalMs, electionTimeoutMs, snapshotThreshold, leaderWaitMs },
-    limits: { httpMaxConnsPerClient },
+    limits: { httpMaxConnsPerClient, rates },
     audit,
     warnings,
   }
@@ -479,6 +494,28 @@ function auditSettings(settings: Map<string, unknown>, label: (key: string) => s
   }
   if (path === '') throw new ConfigError(`${label('audit.path')}: must name a file`)
   return { path, rotateBytes, rotateKeep, setting: label('audit.path') }
+}
+
+/**
+ * `limits.request_limits` and `limits.login_rate` (Consul's names and defaults: mode disabled, rates unlimited). A
+ * rate is a positive number of requests a second, or -1 (or absent) for no limit, as Consul's -1 for Inf.
+ */
+function rateSettings(settings: Map<string, unknown>): RateLimitSettings {
+  const mode = oneOf('limits.request_limits.mode', settings.get('limits.request_limits.mode'), ['disabled', 'permissive', 'enforcing'] as const, 'disabled')
+  return {
+    mode,
+    readRate: rateSetting('limits.request_limits.read_rate', settings.get('limits.request_limits.read_rate')),
+    writeRate: rateSetting('limits.request_limits.write_rate', settings.get('limits.request_limits.write_rate')),
+    loginRate: rateSetting('limits.login_rate', settings.get('limits.login_rate')),
+  }
+}
+
+function rateSetting(name: string, value: unknown): number {
+  if (value === undefined || value === -1) return Infinity
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new ConfigError(`${name}: must be a positive number of requests a second, or -1 for no limit`)
+  }
+  return value
 }
 
 /** A whole number from the file (a JSON number), at least `min`. */

@@ -69,6 +69,15 @@ export function createApp(services: AppServices): Koa {
   // Outside the error mapper, so it sees the status and code every answer leaves with.
   app.use(auditMiddleware(services))
   app.use(errorMiddleware(services.log))
+  // Inside the error mapper (a refusal leaves as the JSON shape with Retry-After) and the audit (it is a refusal
+  // line), and before anything else: a refused request reads no body, waits on no barrier, resolves no token.
+  const limiter = services.rateLimiter
+  if (limiter !== undefined && limiter.settings.mode !== 'disabled') {
+    app.use((ctx, next) => {
+      limiter.admitRequest(ctx.method, ctx.path, ctx.req.socket.remoteAddress)
+      return next()
+    })
+  }
   // Not async, for the same reason as the error mapper: no suspended frame per held request.
   app.use((ctx, next) => {
     ;(ctx as ApiContext).state.app = services

@@ -11,6 +11,7 @@ import type { OidcStateSealer } from '../acl/auth/oidc-state.js'
 import type { PermissionAccess, PermissionResource } from '../acl/authorization.js'
 import type { AuditLog } from './audit-log.js'
 import type { AuditedWrite } from './audit.js'
+import type { RateLimiter } from './rate-limit.js'
 
 export interface ApiSettings {
   nodeName: string
@@ -38,6 +39,8 @@ export interface AppServices {
   oidcStates: OidcStateSealer
   /** The audit log (`--audit-log`), when there is one: writes, logins, logouts and refusals (audit.ts). */
   audit?: AuditLog | undefined
+  /** Request and login rate limits (`limits.request_limits`, `limits.login_rate`: rate-limit.ts); none when absent. */
+  rateLimiter?: RateLimiter | undefined
 }
 
 export interface RequestState {

@@ -4,7 +4,7 @@
  */
 import type { Context, Next } from 'koa'
 import type { Logger } from 'pino'
-import { WardenError, type ErrorCode } from '../lib/errors.js'
+import { RateLimitedError, WardenError, type ErrorCode } from '../lib/errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
 
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
@@ -53,6 +53,7 @@ export function errorMiddleware(log: Logger, limiter = new LogLimiter()) {
       if (error instanceof WardenError) {
         ctx.status = STATUS_BY_CODE[error.code]
         ctx.body = errorBody(error.code, error.message, error.field)
+        if (error instanceof RateLimitedError) ctx.set('Retry-After', String(error.retryAfterSeconds))
         if (error.code === 'outcome_unknown' || error.code === 'internal') log.warn({ err: error, path: ctx.path }, error.message)
         // What the caller may not see (where an identity service is) but the operator needs to fix it.
         const logDetail = (error as { logDetail?: unknown }).logDetail

@@ -71,6 +71,17 @@ export class AclNotFoundError extends WardenError {
   }
 }
 
+/** A request over a rate limit (429); `retryAfterSeconds` (a whole number, at least 1) becomes `Retry-After`. */
+export class RateLimitedError extends WardenError {
+  override readonly name: string = 'RateLimitedError'
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super('rate_limited', message)
+  }
+}
+
 export function errorFromWire(wire: WireError): WardenError {
   return new WardenError(wire.code, wire.message, wire.field)
 }

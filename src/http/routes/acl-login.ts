@@ -113,12 +113,17 @@ async function withIdentityService<T>(ctx: ApiContext, method: AclAuthMethod, ca
   }
 }
 
-/** The auth method a login names, in the namespace the request names; an unknown one is Consul's "ACL not found". */
+/**
+ * The auth method a login names, in the namespace the request names; an unknown one is Consul's "ACL not found". The
+ * login is counted against the method's rate (limits.login_rate, rate-limit.ts) here, once the method is known to
+ * exist (so the buckets are bounded by the methods there are) and before its identity service is called.
+ */
 async function authMethodOf(ctx: ApiContext, body: { AuthMethod: string; Namespace?: string }): Promise<AclAuthMethod> {
   if (body.AuthMethod === '') throw new InvalidInputError('AuthMethod', 'is required')
   const namespace = methodNamespace(ctx, body)
   const method = await getRecord(ctx.state.app.state.reader, authMethodSpec, nsKey(namespace, body.AuthMethod))
   if (method === undefined) throw new WardenError('acl_not_found', `ACL not found: auth method "${body.AuthMethod}" does not exist in namespace "${namespace}"`)
+  ctx.state.app.rateLimiter?.admitLogin(nsKey(method.Namespace, method.Name), method.Name)
   return method
 }
 

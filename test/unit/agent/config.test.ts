@@ -168,6 +168,37 @@ describe('agent/config', () => {
     })
   })
 
+  describe('limits.request_limits and limits.login_rate', () => {
+    it('default to Consul\'s: mode disabled, every rate unlimited', () => {
+      expect(load([]).limits.rates).to.deep.equal({ mode: 'disabled', readRate: Infinity, writeRate: Infinity, loginRate: Infinity })
+    })
+
+    it('come from the config file; -1 is no limit, as Consul\'s -1 for Inf; fractional rates are allowed', async () => {
+      const config = await file(
+        'rates.json',
+        JSON.stringify({ limits: { request_limits: { mode: 'enforcing', read_rate: 0.5, write_rate: -1 }, login_rate: 3 } }),
+        0o644,
+      )
+      expect(load(['--config-file', config]).limits.rates).to.deep.equal({ mode: 'enforcing', readRate: 0.5, writeRate: Infinity, loginRate: 3 })
+    })
+
+    it('refuse a bad mode, a rate that is not positive (or -1), and unknown keys, naming the setting', async () => {
+      const cases: Array<[unknown, RegExp]> = [
+        [{ request_limits: { mode: 'strict' } }, /^limits\.request_limits\.mode: must be one of disabled, permissive, enforcing/],
+        [{ request_limits: { read_rate: 0 } }, /^limits\.request_limits\.read_rate: must be a positive number/],
+        [{ request_limits: { write_rate: -2 } }, /^limits\.request_limits\.write_rate: must be a positive number/],
+        [{ request_limits: { write_rate: '5' } }, /^limits\.request_limits\.write_rate: must be a positive number/],
+        [{ login_rate: 0 }, /^limits\.login_rate: must be a positive number/],
+        [{ request_limits: { burst: 5 } }, /unknown key "limits\.request_limits\.burst"/],
+        [{ request_limits: 5 }, /"limits\.request_limits" must be an object/],
+      ]
+      for (const [limits, expected] of cases) {
+        const config = await file('rates-bad.json', JSON.stringify({ limits }), 0o644)
+        expect(refusal(['--config-file', config]), JSON.stringify(limits)).to.match(expected)
+      }
+    })
+  })
+
   describe('warnings about secrets', () => {
     const messages = (config: AgentConfig): string[] => config.warnings.map((warning) => warning.message)
 
