@@ -5,36 +5,16 @@
  * the case is about that.
  */
 import { expect } from 'chai'
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '../../cluster/lib.js'
-import { CLI, startAgent, type AgentProcess } from '../support/agent.js'
+import { startAgent, type AgentProcess } from '../support/agent.js'
 import { makeCertificate, startDouble, type Double } from '../support/identity-doubles.js'
-
-interface Ran {
-  code: number | null
-  stdout: string
-  stderr: string
-}
+import { runWarden, type Ran } from './run.js'
 
 function warden(args: string[], env: Record<string, string> = {}, stdin = ''): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    // A clean environment: WARDEN_* of the shell running the tests must not leak in.
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env['PATH'] ?? '', HOME: tmpdir(), ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-    child.stdin.end(stdin)
-  })
+  return runWarden(args, { env, stdin })
 }
 
 function lines(text: string): string[] {

@@ -5,33 +5,14 @@
  * the next free number), its usage errors and -help. What is inside the certificates is test/unit/cli/tls.test.ts's.
  */
 import { expect } from 'chai'
-import { spawn } from 'node:child_process'
 import { X509Certificate } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { CLI } from '../support/agent.js'
-
-interface Ran {
-  code: number | null
-  stdout: string
-  stderr: string
-}
+import { runWarden, type Ran } from './run.js'
 
 function warden(cwd: string, args: string[]): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env['PATH'] ?? '', HOME: cwd }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
+  return runWarden(args, { cwd })
 }
 
 function mode(path: string): string {
