@@ -8,6 +8,7 @@
  * (acl.ts, config.ts, operator.ts) name every endpoint of the contract.
  */
 import type { IncomingHttpHeaders } from 'node:http'
+import { parseDuration } from '../lib/duration.js'
 import { ApiError, errorFromAnswer } from './errors.js'
 import { Transport, type TlsOptions } from './transport.js'
 
@@ -203,16 +204,8 @@ function defaultTimeout(options: QueryOptions): number {
 
 /** Go duration text to milliseconds, for the timeout only; a form it does not know gets the server's maximum wait. */
 function durationMs(text: string): number {
-  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
-  let total = 0
-  const pattern = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy
-  let match: RegExpExecArray | null
-  let consumed = 0
-  while ((match = pattern.exec(text)) !== null) {
-    total += Number(match[1]) * units[match[2]!]!
-    consumed = pattern.lastIndex
-  }
-  return consumed === text.length && text !== '' ? total : 10 * 60_000
+  const ms = parseDuration(text)
+  return ms === undefined || ms < 0 ? 10 * 60_000 : ms
 }
 
 export function withQuery(path: string, query: Record<string, QueryValue>): string {
