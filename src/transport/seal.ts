@@ -28,6 +28,8 @@ export class Sealer {
   /** Invariant: the number of frames sealed so far, and the sequence number of the next one. */
   private sequence = 0
   private readonly nonce = Buffer.alloc(NONCE_BYTES)
+  /** The associated data: a view of the nonce's sequence bytes, so each frame's number is in it without a copy. */
+  private readonly aad = this.nonce.subarray(SEQUENCE_OFFSET)
 
   constructor(private readonly key: KeyObject) {}
 
@@ -42,7 +44,7 @@ export class Sealer {
     writeSequence(this.nonce, this.sequence)
     this.sequence += 1
     const cipher = createCipheriv(CIPHER, this.key, this.nonce, { authTagLength: SEAL_TAG_BYTES })
-    cipher.setAAD(this.nonce.subarray(SEQUENCE_OFFSET))
+    cipher.setAAD(this.aad)
     const ciphertext = cipher.update(plaintext)
     // GCM is a stream mode: final() adds no bytes, it only computes the tag.
     cipher.final()
@@ -55,6 +57,8 @@ export class Opener {
   /** Invariant: the number of frames opened so far, and the sequence number the next one must carry. */
   private sequence = 0
   private readonly nonce = Buffer.alloc(NONCE_BYTES)
+  /** As the Sealer's. */
+  private readonly aad = this.nonce.subarray(SEQUENCE_OFFSET)
 
   constructor(private readonly key: KeyObject) {}
 
@@ -67,7 +71,7 @@ export class Opener {
     if (sealed.length < SEAL_TAG_BYTES || this.sequence >= SEALED_FRAMES_MAX) return undefined
     writeSequence(this.nonce, this.sequence)
     const decipher = createDecipheriv(CIPHER, this.key, this.nonce, { authTagLength: SEAL_TAG_BYTES })
-    decipher.setAAD(this.nonce.subarray(SEQUENCE_OFFSET))
+    decipher.setAAD(this.aad)
     decipher.setAuthTag(sealed.subarray(sealed.length - SEAL_TAG_BYTES))
     const plaintext = decipher.update(sealed.subarray(0, sealed.length - SEAL_TAG_BYTES))
     try {
