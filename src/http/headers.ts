@@ -10,27 +10,31 @@
  */
 import type { Context } from 'koa'
 
-/** Request headers the contract names, by the part after the prefix. */
-export type RequestHeaderName = 'Token' | 'Namespace'
-
-/** Response headers the contract names, by the part after the prefix. */
-export type ResponseHeaderName =
-  | 'Index'
-  | 'KnownLeader'
-  | 'LastContact'
-  | 'Effective-Consistency'
-  | 'Default-ACL-Policy'
-  | 'Results-Filtered-By-ACLs'
-
 const CONTRACT_PREFIX = 'X-Service-'
 const CONSUL_PREFIX = 'X-Consul-'
+
+/** Request headers the contract names, by the part after the prefix. */
+const REQUEST_NAMES = ['Token', 'Namespace'] as const
+export type RequestHeaderName = (typeof REQUEST_NAMES)[number]
+
+/** Response headers the contract names, by the part after the prefix. */
+const RESPONSE_NAMES = ['Index', 'KnownLeader', 'LastContact', 'Effective-Consistency', 'Default-ACL-Policy', 'Results-Filtered-By-ACLs'] as const
+export type ResponseHeaderName = (typeof RESPONSE_NAMES)[number]
+
+/** Both full names of each header, the contract's first: built once here rather than concatenated per request. */
+function bothNames<N extends string>(names: readonly N[]): Record<N, readonly [string, string]> {
+  return Object.fromEntries(names.map((name) => [name, [CONTRACT_PREFIX + name, CONSUL_PREFIX + name] as const])) as Record<N, readonly [string, string]>
+}
+
+const REQUEST_HEADERS = bothNames(REQUEST_NAMES)
+const RESPONSE_HEADERS = bothNames(RESPONSE_NAMES)
 
 /**
  * A request header under the contract's name, else under Consul's; with the name it came under, so that an error
  * about its value names the header the caller actually sent. Undefined when neither carries a value.
  */
 export function requestHeader(ctx: Context, name: RequestHeaderName): { header: string; value: string } | undefined {
-  for (const header of [CONTRACT_PREFIX + name, CONSUL_PREFIX + name]) {
+  for (const header of REQUEST_HEADERS[name]) {
     const value = ctx.get(header)
     if (value !== '') return { header, value }
   }
@@ -39,6 +43,7 @@ export function requestHeader(ctx: Context, name: RequestHeaderName): { header: 
 
 /** Sets a response header under the contract's name and under Consul's, to the same value. */
 export function setResponseHeader(ctx: Context, name: ResponseHeaderName, value: string): void {
-  ctx.set(CONTRACT_PREFIX + name, value)
-  ctx.set(CONSUL_PREFIX + name, value)
+  const [contract, consul] = RESPONSE_HEADERS[name]
+  ctx.set(contract, value)
+  ctx.set(consul, value)
 }
