@@ -76,12 +76,18 @@ export async function fullId(kind: string, given: string, ids: () => Promise<str
   throw new CommandError(matches.length === 0 ? `No such ${kind} ID with prefix: ${given}` : `Multiple ${kind} IDs found with prefix: ${given}`)
 }
 
+/** A resolver lists the IDs at most once, however many prefixes it is given (`-policy-id a -policy-id b`). */
+function idResolver(kind: string, list: () => Promise<Array<{ ID: string }>>): (given: string) => Promise<string> {
+  let ids: Promise<string[]> | undefined
+  return (given) => fullId(kind, given, () => (ids ??= list().then((items) => items.map((item) => item.ID))))
+}
+
 export function policyIdResolver(client: WardenClient, stale: { consistency?: 'stale' }) {
-  return (given: string) => fullId('policy', given, async () => (await client.acl.policies.list(stale)).map((item) => item.ID))
+  return idResolver('policy', () => client.acl.policies.list(stale))
 }
 
 export function roleIdResolver(client: WardenClient, stale: { consistency?: 'stale' }) {
-  return (given: string) => fullId('role', given, async () => (await client.acl.roles.list(stale)).map((item) => item.ID))
+  return idResolver('role', () => client.acl.roles.list(stale))
 }
 
 /** Links by ID (resolving prefixes) and by name, IDs first, as Consul builds them. */

@@ -17,6 +17,7 @@ import {
   linksOf,
   nodeIdentities,
   policyIdResolver,
+  roleIdResolver,
   serviceIdentities,
   templatedPolicies,
 } from '../../../src/cli/commands/acl-links.js'
@@ -170,6 +171,14 @@ describe('cli acl-links: identities, templated policies, ID prefixes, merged lin
       const client = { acl: { policies: { list: async (options: unknown) => (seen.push(options), IDS.map((ID) => ({ ID }))) } } } as unknown as WardenClient
       expect(await policyIdResolver(client, { consistency: 'stale' })('9a')).to.equal(IDS[2])
       expect(seen).to.deep.equal([{ consistency: 'stale' }])
+    })
+
+    it('lists once for every prefix one resolver is given', async function () {
+      let calls = 0
+      const client = { acl: { roles: { list: async () => ((calls += 1), IDS.map((ID) => ({ ID }))) } } } as unknown as WardenClient
+      const resolve = roleIdResolver(client, {})
+      expect(await linksOf(['9a', '4be56'], [], resolve)).to.deep.equal([{ ID: IDS[2] }, { ID: IDS[0] }])
+      expect(calls).to.equal(1)
     })
   })
 
