@@ -129,6 +129,12 @@ let requestCount = 0
 /** A per-process prefix: request IDs from a restarted agent do not repeat the earlier run's. */
 const RUN_ID = `${Date.now().toString(36)}-${process.pid.toString(36)}`
 
+/** A new ID to tie a request's audit lines together. */
+function newRequestID(): string {
+  requestCount += 1
+  return `${RUN_ID}-${requestCount}`
+}
+
 /**
  * Writes a write's request line and resolves once it is in the file; throws audit_unavailable when it cannot be
  * written, before anything is proposed. Does nothing without an audit log.
@@ -145,7 +151,7 @@ export async function auditBeforeChange(ctx: ApiContext, operation: string, subj
   const services = ctx.state.app
   const audit = services.audit
   if (audit === undefined) return
-  ctx.state.auditRequestID ??= `${RUN_ID}-${(requestCount += 1)}`
+  ctx.state.auditRequestID ??= newRequestID()
   const fields: Record<string, unknown> = {
     ...requestFields(ctx, services, 'request'),
     operation,
@@ -194,7 +200,7 @@ export function auditMiddleware(services: AppServices): (ctx: Context, next: Nex
         limiter.warn(services.log, 'dropped', { dropped }, 'the audit log is busy: lines of refused requests are dropped to leave room for writes')
         return
       }
-      api.state.auditRequestID ??= `${RUN_ID}-${(requestCount += 1)}`
+      api.state.auditRequestID ??= newRequestID()
       write(audit, { ...requestFields(api, services, 'refused'), status: ctx.status, ...(code === undefined ? {} : { error: code }) }, services.log, limiter)
     })
   }
@@ -210,7 +216,7 @@ export function auditRefusedConnection(audit: AuditLog | undefined, node: { node
     time: new Date(node.now()).toISOString(),
     type: 'refused',
     node: node.nodeName,
-    request_id: `${RUN_ID}-${(requestCount += 1)}`,
+    request_id: newRequestID(),
     accessor_id: null,
     remote_address: client,
     method: null,
