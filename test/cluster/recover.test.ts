@@ -17,6 +17,7 @@ import { join } from 'node:path'
 import { LevelRaftStorage } from '../../src/raft/storage/level-storage.js'
 import { CLI, type AgentProcess } from '../support/agent.js'
 import { TestCluster } from '../support/cluster.js'
+import { eventually } from './eventually.js'
 
 interface Run {
   code: number | null
@@ -44,14 +45,6 @@ async function raftSummary(dataDir: string): Promise<unknown> {
     return { hardState: storage.hardState(), snapshot: storage.snapshot(), firstIndex: storage.firstIndex(), lastIndex: storage.lastIndex(), membership: storage.membershipRecord() }
   } finally {
     await storage.close()
-  }
-}
-
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
 
@@ -133,7 +126,7 @@ describe('recover: a three-node cluster that lost two servers for good comes bac
       const names = await policyNames(survivor, 'stale')
       const accessors = await tokenAccessors(survivor, 'stale')
       return policies.every((name) => names.includes(name)) && tokens.every((id) => accessors.includes(id))
-    }, 'the survivor holds every acknowledged write')
+    }, 'the survivor holds every acknowledged write', 20_000)
 
     for (const name of c.specs.map((spec) => spec.name)) await c.kill(name)
     for (const name of wiped) await rm(c.specs.find((spec) => spec.name === name)!.dataDir, { recursive: true, force: true })
@@ -174,14 +167,14 @@ describe('recover: a three-node cluster that lost two servers for good comes bac
       await eventually(async () => {
         const held = await policyNames(rejoined, 'stale')
         return [...policies, 'after-recovery'].every((policy) => held.includes(policy))
-      }, `${name} holds the data`)
+      }, `${name} holds the data`, 20_000)
       expect(await tokenAccessors(rejoined, 'stale')).to.include.members(tokens)
     }
     // A write through a rejoined server (forwarded to the leader) reaches every server.
     const through = await c.node(wiped[0]!).request('PUT', '/v1/acl/policy', { body: { Name: 'after-rejoin' } })
     expect(through.status, through.text).to.equal(200)
     for (const agent of c.running()) {
-      await eventually(async () => (await policyNames(agent, 'stale')).includes('after-rejoin'), `${agent.httpAddress} has the write made after the rejoin`)
+      await eventually(async () => (await policyNames(agent, 'stale')).includes('after-rejoin'), `${agent.httpAddress} has the write made after the rejoin`, 20_000)
     }
   })
 })

@@ -9,14 +9,7 @@
 import { expect } from 'chai'
 import { TestCluster } from '../support/cluster.js'
 import type { AgentProcess } from '../support/agent.js'
-
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
+import { eventually } from './eventually.js'
 
 describe('leadership transfer and the server list on a three-node cluster', function () {
   this.timeout(60_000)
