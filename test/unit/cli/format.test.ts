@@ -99,32 +99,21 @@ describe('cli format: Consul\'s pretty output', function () {
   })
 
   describe('formatToken', function () {
+    const BASIC_LINES = [
+      'AccessorID:       fbd2447f-7479-4329-ad13-b021d74f86ba',
+      'SecretID:         869c6e91-4de9-4dab-b56e-87548435f9c6',
+      'Description:      test token',
+      'Local:            false',
+      'Create Time:      2020-05-22 18:52:31 +0000 UTC',
+    ]
+
     it('prints the basic token as Consul\'s FormatToken/basic.pretty.golden', function () {
       // Consul's newest formatter adds a first line "Name:" for a token name; warden's tokens have no name.
-      expect(formatToken(BASIC_TOKEN, false)).to.equal(
-        lines(
-          'AccessorID:       fbd2447f-7479-4329-ad13-b021d74f86ba',
-          'SecretID:         869c6e91-4de9-4dab-b56e-87548435f9c6',
-          'Description:      test token',
-          'Local:            false',
-          'Create Time:      2020-05-22 18:52:31 +0000 UTC',
-        ),
-      )
+      expect(formatToken(BASIC_TOKEN, false)).to.equal(lines(...BASIC_LINES))
     })
 
     it('adds the hash in hex and the indexes with meta, as Consul\'s basic.pretty-meta.golden', function () {
-      expect(formatToken(BASIC_TOKEN, true)).to.equal(
-        lines(
-          'AccessorID:       fbd2447f-7479-4329-ad13-b021d74f86ba',
-          'SecretID:         869c6e91-4de9-4dab-b56e-87548435f9c6',
-          'Description:      test token',
-          'Local:            false',
-          'Create Time:      2020-05-22 18:52:31 +0000 UTC',
-          'Hash:             6162636465666768',
-          'Create Index:     42',
-          'Modify Index:     100',
-        ),
-      )
+      expect(formatToken(BASIC_TOKEN, true)).to.equal(lines(...BASIC_LINES, 'Hash:             6162636465666768', 'Create Index:     42', 'Modify Index:     100'))
     })
 
     const COMPLEX_HEAD = [
@@ -324,17 +313,9 @@ describe('cli format: Consul\'s pretty output', function () {
     }
 
     it('prints the basic role as Consul\'s FormatRole/basic.pretty.golden, and with meta as basic.pretty-meta.golden', function () {
-      expect(formatRole(BASIC_ROLE, false)).to.equal(lines('ID:           bd6c9fb0-2d1a-4b96-acaf-669f5d7e7852', 'Name:         basic', 'Description:  test role'))
-      expect(formatRole(BASIC_ROLE, true)).to.equal(
-        lines(
-          'ID:           bd6c9fb0-2d1a-4b96-acaf-669f5d7e7852',
-          'Name:         basic',
-          'Description:  test role',
-          'Hash:         6162636465666768',
-          'Create Index: 42',
-          'Modify Index: 100',
-        ),
-      )
+      const basic = ['ID:           bd6c9fb0-2d1a-4b96-acaf-669f5d7e7852', 'Name:         basic', 'Description:  test role']
+      expect(formatRole(BASIC_ROLE, false)).to.equal(lines(...basic))
+      expect(formatRole(BASIC_ROLE, true)).to.equal(lines(...basic, 'Hash:         6162636465666768', 'Create Index: 42', 'Modify Index: 100'))
     })
 
     it('prints the complex role as Consul\'s FormatRole/complex.pretty-meta.golden, with the templated policies of its current formatter last', function () {
