@@ -51,7 +51,12 @@
  * - What is not protected: the link's existence and timing, its frames' sizes (to within the WebSocket framing),
  *   and its availability (anyone on the path can cut it). WebSocket control frames (ping, pong, close) carry nothing
  *   and are not sealed. The keys derive from K alone, with no Diffie-Hellman: whoever learns K can read links they
- *   recorded before (TLS gives forward secrecy; issue 18).
+ *   recorded before (TLS gives forward secrecy).
+ *
+ * Over TLS (tls.ts) the same four frames run inside the TLS connection, T ends with the connection's exported keying
+ * material (so a proof is good on that connection only), and both sides check that the other's certificate names
+ * `server.<its datacenter>.warden` before proving anything. No sealing follows: TLS already gives every frame
+ * secrecy, integrity and order.
  *
  * Several keys (rotation): a node proves with its cluster key and accepts a dialer's proof made with that key or any
  * key it is told to accept. The acceptor finds which by verifying the proof under each; it proves in welcome, and
@@ -93,6 +98,11 @@ export interface HandshakeTranscript {
   acceptorDatacenter: string
   dialerNonce: Buffer
   acceptorNonce: Buffer
+  /**
+   * On a link over TLS, the connection's exported keying material (tls.ts), so that a proof holds on this TLS
+   * connection only. Absent on a plain link, whose transcript is then what it was before TLS existed.
+   */
+  channelBinding?: Buffer
 }
 
 /** The two sealing keys of one link, as KeyObjects (which print their type and size, never their bytes). */
@@ -179,6 +189,7 @@ function transcriptBytes(transcript: HandshakeTranscript): Buffer {
     Buffer.from(transcript.acceptorDatacenter, 'utf8'),
     transcript.dialerNonce,
     transcript.acceptorNonce,
+    ...(transcript.channelBinding === undefined ? [] : [transcript.channelBinding]),
   ]
   const parts: Buffer[] = []
   for (const field of fields) {

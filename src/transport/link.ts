@@ -28,6 +28,8 @@ import {
 } from './frames.js'
 import { freshNonce, type ClusterKey, type ClusterKeys, type Direction, type HandshakeTranscript } from './handshake.js'
 import { Opener, Sealer } from './seal.js'
+import { channelBinding, isTlsSocket, peerCertificateProblem } from './tls.js'
+import type { TLSSocket } from 'node:tls'
 
 /** WebSocket close codes. 4000-4999 are for applications (RFC 6455 §7.4.2); ws itself sends 1009 for a frame too large. */
 export const CloseCode = {
@@ -62,6 +64,12 @@ export interface LinkHost {
   readonly linkKind: LinkKind
   /** Undefined when no key is configured: then every handshake is refused. */
   readonly keys: ClusterKeys | undefined
+  /**
+   * Whether links run over TLS (tls.ts): then each side checks the other's certificate names a server of the
+   * datacenter it states, the proofs bind the TLS connection, and frames are not sealed again. A plain link refuses
+   * to open on a TLS node and the other way round (the sockets could not even speak).
+   */
+  readonly tls: boolean
   readonly handshakeTimeoutMs: number
   readonly keepaliveIntervalMs: number
   readonly log: Logger
@@ -109,9 +117,14 @@ export class Link {
   private transcript: HandshakeTranscript | undefined
   /** The key this handshake proves under: the dialer's own, or the one the acceptor found the dialer's proof made with. */
   private handshakeKey: ClusterKey | undefined
-  /** Set when the link is authenticated: seals what this side writes, and opens what the peer wrote. */
+  /**
+   * Set when a plain link is authenticated: seals what this side writes, and opens what the peer wrote. Both stay
+   * undefined on an open link over TLS, which TLS protects.
+   */
   private sealer: Sealer | undefined
   private opener: Opener | undefined
+  /** The TLS socket under the WebSocket, on a link over TLS: an acceptor's from the start, a dialer's once upgraded. */
+  private tlsSocket: TLSSocket | undefined
   private lastReceivedAtMs = performance.now()
   private handshakeTimer: NodeJS.Timeout | undefined
   private keepaliveTimer: NodeJS.Timeout | undefined
@@ -128,8 +141,12 @@ export class Link {
     readonly remoteAddress: string,
     private readonly host: LinkHost,
     expectedPeer?: string,
+    /** An acceptor's socket (a dialer's is known once the upgrade answers). */
+    acceptedSocket?: unknown,
   ) {
     assert((role === 'dialer') === (expectedPeer !== undefined), 'a dialer link must know whom it dials, an acceptor must not')
+    if (isTlsSocket(acceptedSocket)) this.tlsSocket = acceptedSocket
+    if (role === 'dialer') ws.once('upgrade', (response) => (this.tlsSocket = isTlsSocket(response.socket) ? response.socket : undefined))
     this.peer = expectedPeer
     this.log = host.log.child({ link: this.id, role, remoteAddress })
     this.closed = new Promise((resolve) => (this.resolveClosed = resolve))
@@ -170,7 +187,12 @@ export class Link {
    * closed). Frames are sealed in the order they are written, which is the order ws puts them on the socket.
    */
   write(bytes: Buffer, done: (error?: Error | null) => void): void {
-    assert(this.state === 'open' && this.sealer !== undefined, 'write on a link that is not open')
+    assert(this.state === 'open', 'write on a link that is not open')
+    if (this.sealer === undefined) {
+      assert(this.host.tls, 'an open plain link without keys')
+      this.ws.send(bytes, { binary: true }, done)
+      return
+    }
     if (this.sealer.exhausted) {
       this.log.info({ peer: this.peer }, 'peer link sealed as many frames as one key may; closing it for a new one')
       this.close(CloseCode.exhausted, 'sealed frames exhausted')
@@ -209,8 +231,8 @@ export class Link {
     this.touch()
     if (!isBinary) return this.fail('text frame', CloseCode.badFrame)
     if (this.state === 'handshake') return this.onHandshakeData(toBuffer(data))
-    assert(this.opener !== undefined, 'an open link without keys')
-    const plaintext = this.opener.open(toBuffer(data))
+    assert(this.opener !== undefined || this.host.tls, 'an open plain link without keys')
+    const plaintext = this.opener === undefined ? toBuffer(data) : this.opener.open(toBuffer(data))
     if (plaintext === undefined) {
       this.host.onFrameRejected(this)
       return this.fail('sealed frame failed to open', CloseCode.notAuthentic)
@@ -288,7 +310,7 @@ export class Link {
    */
   private onChallenge(frame: Extract<Frame, { type: 'challenge' }>, keys: ClusterKeys): void {
     if (frame.node !== this.peer) return this.refuse(`dialed ${this.peer ?? '?'} but ${frame.node} answered`, CloseCode.refused)
-    const mismatch = this.mismatch(frame.kind, frame.datacenter)
+    const mismatch = this.mismatch(frame.kind, frame.datacenter) ?? this.certificateProblem(frame.datacenter)
     if (mismatch !== undefined) return this.refuse(mismatch, CloseCode.refused)
     this.peerAdvertiseAddress = frame.address
     this.transcript = {
@@ -301,6 +323,7 @@ export class Link {
       acceptorDatacenter: frame.datacenter,
       dialerNonce: this.localNonce,
       acceptorNonce: frame.nonce,
+      ...this.binding(),
     }
     this.handshakeKey = keys.proving
     this.awaiting = 'welcome'
@@ -314,7 +337,7 @@ export class Link {
    */
   private onProof(frame: Extract<Frame, { type: 'proof' }>, keys: ClusterKeys): void {
     assert(this.dialerNonce !== undefined && this.peer !== undefined && this.peerAdvertiseAddress !== undefined, 'proof awaited before a hello was taken')
-    const mismatch = this.mismatch(frame.kind, frame.datacenter)
+    const mismatch = this.mismatch(frame.kind, frame.datacenter) ?? this.certificateProblem(frame.datacenter)
     if (mismatch !== undefined) return this.refuse(mismatch, CloseCode.refused)
     this.transcript = {
       kind: this.host.linkKind,
@@ -326,6 +349,7 @@ export class Link {
       acceptorDatacenter: this.host.datacenter,
       dialerNonce: this.dialerNonce,
       acceptorNonce: this.localNonce,
+      ...this.binding(),
     }
     // welcome and the sealing keys use the key the dialer proved with, the only one the dialer knows.
     this.handshakeKey = keys.verifying('dialer', this.transcript, frame.proof)
@@ -361,6 +385,21 @@ export class Link {
     return undefined
   }
 
+  /**
+   * On a TLS node, why the other side's certificate may not serve as a server of `datacenter` (tls.ts), or undefined.
+   * Checked before either side proves anything, like the datacenter itself.
+   */
+  private certificateProblem(datacenter: string): string | undefined {
+    if (!this.host.tls) return undefined
+    if (this.tlsSocket === undefined) return 'a plain connection reached a node whose peer links run over TLS'
+    return peerCertificateProblem(this.tlsSocket, datacenter)
+  }
+
+  /** The transcript's channel binding on a TLS link (see tls.ts); nothing on a plain one. */
+  private binding(): { channelBinding?: Buffer } {
+    return this.tlsSocket === undefined ? {} : { channelBinding: channelBinding(this.tlsSocket) }
+  }
+
   /** A hello of another protocol version: refused with both versions named, and a close reason a later version can log. */
   private refuseVersion(version: number): void {
     const reason = `unsupported protocol version ${version}: this node speaks ${PROTOCOL_VERSION} (sealed links) and there is no mixed mode; run one release on every node`
@@ -384,13 +423,18 @@ export class Link {
     this.host.onOpen(this)
   }
 
-  /** The handshake succeeded: from here on every frame is sealed, each way under its own key (handshake.ts). */
+  /**
+   * The handshake succeeded: from here on every frame of a plain link is sealed, each way under its own key
+   * (handshake.ts); a link over TLS leaves that to TLS.
+   */
   private authenticated(): void {
     assert(this.transcript !== undefined && this.handshakeKey !== undefined, 'authenticated before both proofs were checked')
-    const keys = this.handshakeKey.sealingKeys(this.transcript)
-    const [sealing, opening] = this.role === 'dialer' ? [keys.dialerToAcceptor, keys.acceptorToDialer] : [keys.acceptorToDialer, keys.dialerToAcceptor]
-    this.sealer = new Sealer(sealing)
-    this.opener = new Opener(opening)
+    if (!this.host.tls) {
+      const keys = this.handshakeKey.sealingKeys(this.transcript)
+      const [sealing, opening] = this.role === 'dialer' ? [keys.dialerToAcceptor, keys.acceptorToDialer] : [keys.acceptorToDialer, keys.dialerToAcceptor]
+      this.sealer = new Sealer(sealing)
+      this.opener = new Opener(opening)
+    }
     this.state = 'open'
     this.awaiting = undefined
     this.transcript = undefined

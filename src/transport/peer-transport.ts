@@ -19,6 +19,7 @@
  */
 import { randomInt } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { createServer as createTlsServer, type Server as HttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { WebSocket, WebSocketServer } from 'ws'
@@ -34,6 +35,8 @@ import { ACCEPT_KEYS_MAX, ClusterKeys } from './handshake.js'
 import { CloseCode, Link, type LinkHost } from './link.js'
 import { addressGroup, PendingConnections } from './pending.js'
 import { SEAL_TAG_BYTES } from './seal.js'
+import { PEER_TLS_VERSION, type PeerTlsMaterial } from './tls.js'
+import { serverName } from '../lib/tls-names.js'
 
 /** The HTTP path of the peer endpoint; any other upgrade request is answered 400 by ws. */
 export const PEER_PATH = '/warden/peer/v1'
@@ -56,6 +59,12 @@ export interface TransportOptions {
    * with one of them is sealed under it. At most 8. Default none.
    */
   acceptKeys?: readonly string[]
+  /**
+   * Run every link over TLS 1.3 with mutual verification against this CA (tls.ts), instead of sealing frames under the
+   * cluster key. All nodes of a cluster must agree: a plain node and a TLS node cannot link. `reloadTls` replaces the
+   * certificates for the connections made after it.
+   */
+  tls?: PeerTlsMaterial
   /** Port 0 picks a free port; the bound one is `PeerTransport.address`. */
   listen: { host: string; port: number }
   /** Node name to the host:port to dial it at (which may be a proxy in front of it). This node's own name is ignored. */
@@ -210,15 +219,17 @@ export class PeerTransport {
   private readonly host: LinkHost
   /** Bounds the warning about dropped pending handshakes (anyone reaching the peer port can cause it). */
   private readonly pendingWarnings = new LogLimiter()
+  /** The certificates links are made with, when they run over TLS; replaced by reloadTls for the next ones. */
+  private tlsMaterial: PeerTlsMaterial | undefined
   /** Bounds the warning about a peer skipped for its address: setPeers runs again on every membership change. */
   private readonly peerWarnings = new LogLimiter()
 
   private constructor(
     private readonly nodeName: string,
     advertiseAddress: string,
-    identity: { datacenter: string; linkKind: LinkKind; keys: ClusterKeys | undefined },
+    identity: { datacenter: string; linkKind: LinkKind; keys: ClusterKeys | undefined; tls: boolean },
     private readonly settings: Settings,
-    private readonly server: Server,
+    private readonly server: Server | HttpsServer,
     private readonly wss: WebSocketServer,
     private readonly log: Logger,
     private readonly random: () => number,
@@ -270,14 +281,20 @@ export class PeerTransport {
 
     // An HTTP server of our own (rather than ws's) so that stop() can close connections that never upgraded, and
     // so that a connection that sends no upgrade request is dropped after the handshake timeout, not Node's 60 s.
-    const server = createServer(
-      {
-        headersTimeout: settings.handshakeTimeoutMs,
-        requestTimeout: settings.handshakeTimeoutMs,
-        connectionsCheckingInterval: Math.min(1000, settings.handshakeTimeoutMs),
-      },
-      (_request, response) => response.writeHead(426, { connection: 'close' }).end(),
-    )
+    const serverOptions = {
+      headersTimeout: settings.handshakeTimeoutMs,
+      requestTimeout: settings.handshakeTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, settings.handshakeTimeoutMs),
+    }
+    const refuseHttp = (_request: IncomingMessage, response: import('node:http').ServerResponse): void => {
+      response.writeHead(426, { connection: 'close' }).end()
+    }
+    // Over TLS a dialer must present a certificate the CA signed (OpenSSL checks its chain and clientAuth purpose);
+    // its name is checked in the handshake, against the datacenter it states (tls.ts).
+    const server =
+      options.tls === undefined
+        ? createServer(serverOptions, refuseHttp)
+        : createTlsServer({ ...serverOptions, ...tlsServerOptions(options.tls), handshakeTimeout: settings.handshakeTimeoutMs }, refuseHttp)
     // An absolute ceiling; below it, unauthenticated connections are bounded oldest-first (onConnection).
     server.maxConnections = 4 * (settings.handshakesPendingMax + CONNECTIONS_SLACK)
     const wss = new WebSocketServer({
@@ -299,12 +316,15 @@ export class PeerTransport {
       })
     })
     const random = options.random ?? cryptoRandom
-    const identity = { datacenter: options.datacenter, linkKind, keys }
+    const identity = { datacenter: options.datacenter, linkKind, keys, tls: options.tls !== undefined }
     const transport = new PeerTransport(options.nodeName, options.advertiseAddress, identity, settings, server, wss, log, random)
+    transport.tlsMaterial = options.tls
     server.on('connection', (socket: Socket) => transport.onConnection(socket))
+    // A TLS handshake refused (no certificate, another CA, a client-only certificate): a failed handshake like any other.
+    server.on('tlsClientError', (error: Error & { code?: string }, socket: Socket) => transport.onTlsError(error, socket))
     wss.on('connection', (ws, request) => transport.accept(ws, request))
     const listening = { address: transport.address, advertiseAddress: options.advertiseAddress, datacenter: options.datacenter, linkKind, acceptKeys: acceptKeys.length }
-    log.info(listening, 'peer transport listening (links sealed)')
+    log.info(listening, options.tls === undefined ? 'peer transport listening (links sealed)' : 'peer transport listening (links over TLS 1.3)')
     try {
       transport.setPeers(options.peers)
     } catch (error) {
@@ -312,6 +332,16 @@ export class PeerTransport {
       throw error
     }
     return transport
+  }
+
+  /**
+   * New certificates (SIGHUP): connections accepted or dialed from now on use them; open links keep the ones they
+   * were made with until they close, as a TLS session cannot change its certificate.
+   */
+  reloadTls(material: PeerTlsMaterial): void {
+    assert(this.tlsMaterial !== undefined && 'setSecureContext' in this.server, 'reloadTls on a transport whose links are not over TLS')
+    this.server.setSecureContext(tlsServerOptions(material))
+    this.tlsMaterial = material
   }
 
   /** Handlers are replaced, not added: there is one driver. */
@@ -508,14 +538,41 @@ export class PeerTransport {
   private dial(peer: Peer): void {
     peer.dialTimer = undefined
     if (this.stopping !== undefined || peer.link !== undefined || peer.dialing !== undefined || this.peers.get(peer.name) !== peer) return
-    const ws = new WebSocket(`ws://${peer.address}${PEER_PATH}`, {
+    const tls = this.tlsMaterial
+    const ws = new WebSocket(`${tls === undefined ? 'ws' : 'wss'}://${peer.address}${PEER_PATH}`, {
       maxPayload: this.settings.frameBytesMax + SEAL_TAG_BYTES,
       perMessageDeflate: false,
       handshakeTimeout: this.settings.handshakeTimeoutMs,
+      ...(tls === undefined ? {} : this.tlsDialOptions(tls)),
     })
     const link = new Link(ws, 'dialer', peer.address, this.host, peer.name)
     peer.dialing = link
     this.links.add(link)
+  }
+
+  /**
+   * A dial's TLS options: this node's certificate (it acts as a TLS client), the CA, TLS 1.3, and the name of a
+   * server of this datacenter for SNI. The certificate's name is checked in the handshake against the datacenter the
+   * acceptor states (tls.ts), so OpenSSL's own host check, which would compare it with the address dialed, is off.
+   */
+  private tlsDialOptions(material: PeerTlsMaterial): Record<string, unknown> {
+    return {
+      ca: material.ca,
+      cert: material.cert,
+      key: material.key,
+      minVersion: PEER_TLS_VERSION,
+      rejectUnauthorized: true,
+      servername: serverName(this.host.datacenter),
+      checkServerIdentity: () => undefined,
+    }
+  }
+
+  /** The TLS handshake of an accepted connection failed: counted, and a warning at most once per reason and interval. */
+  private onTlsError(error: Error & { code?: string }, socket: Socket): void {
+    this.handshakesFailed += 1
+    const remoteAddress = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`
+    const reason = error.code ?? error.message
+    this.host.warnings.warn(this.log, `tls ${reason}`, { remoteAddress, reason }, 'peer TLS handshake refused')
   }
 
   private scheduleDial(peer: Peer): void {
@@ -535,7 +592,7 @@ export class PeerTransport {
   private accept(ws: WebSocket, request: IncomingMessage): void {
     const remoteAddress = `${request.socket.remoteAddress ?? '?'}:${request.socket.remotePort ?? '?'}`
     if (this.stopping !== undefined) return ws.terminate()
-    const link = new Link(ws, 'acceptor', remoteAddress, this.host)
+    const link = new Link(ws, 'acceptor', remoteAddress, this.host, undefined, request.socket)
     this.links.add(link)
     // Beyond the bound one handshake goes, for the reason given at `unauthenticated`.
     const evicted = this.inboundHandshakes.add(link, addressGroup(request.socket.remoteAddress))
@@ -866,4 +923,13 @@ function transportLogger(parent: Logger, nodeName: string): Logger {
 /** Uniform in [0, 1) from node:crypto (48 random bits is as many as randomInt gives). */
 function cryptoRandom(): number {
   return randomInt(2 ** 47) / 2 ** 47
+}
+
+/**
+ * The acceptor's TLS options: its certificate, the CA every dialer's certificate must chain to, TLS 1.3, and a
+ * certificate required of every dialer (requestCert with rejectUnauthorized: a dialer without one, or with one of
+ * another CA, fails the TLS handshake before it can send a byte of WebSocket).
+ */
+function tlsServerOptions(material: PeerTlsMaterial): { ca: Buffer; cert: Buffer; key: Buffer; minVersion: 'TLSv1.3'; requestCert: true; rejectUnauthorized: true } {
+  return { ca: material.ca, cert: material.cert, key: material.key, minVersion: PEER_TLS_VERSION, requestCert: true, rejectUnauthorized: true }
 }

@@ -22,11 +22,12 @@ import { isIP } from 'node:net'
 import { AsnConvert } from '@peculiar/asn1-schema'
 import { GeneralName, GeneralSubtree, GeneralSubtrees, NameConstraints, id_ce_nameConstraints } from '@peculiar/asn1-x509'
 import * as x509 from '@peculiar/x509'
+import { serverName, TLS_DOMAIN } from '../../lib/tls-names.js'
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0])
 
 /** The DNS domain of warden's certificate names (Consul's is `consul`). */
-export const DEFAULT_DOMAIN = 'warden'
+export const DEFAULT_DOMAIN = TLS_DOMAIN
 export const DEFAULT_DATACENTER = 'dc1'
 /** Consul's defaults: about five years for the CA, one year for a certificate. */
 export const DEFAULT_CA_DAYS = 1825
@@ -104,10 +105,7 @@ const LABEL = '[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?'
 const DNS_NAME = new RegExp(`^(\\*\\.)?${LABEL}(\\.${LABEL})*\\.?$`)
 const PURPOSE_OID: Record<KeyPurpose, string> = { serverAuth: x509.ExtendedKeyUsage.serverAuth, clientAuth: x509.ExtendedKeyUsage.clientAuth }
 
-/** The server's name a TLS client checks: `server.dc1.warden`. */
-export function serverName(dc: string, domain = DEFAULT_DOMAIN): string {
-  return `server.${dc}.${domain}`
-}
+export { serverName }
 
 /** The names a certificate of `kind` carries, as Consul's `tls cert create` gives them, and its purposes. */
 export function certificateNames(options: Pick<CertOptions, 'kind' | 'dc' | 'domain' | 'node' | 'dnsNames' | 'ipAddresses'>): {

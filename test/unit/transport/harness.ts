@@ -146,10 +146,14 @@ export interface Proxy {
   address: string
   /** Connections accepted so far. */
   connections: number
+  /** Every byte relayed, both ways, up to CAPTURE_BYTES_MAX: what anyone on the path could record. */
+  captured(): Buffer
   /** Stops reading from the dialing side: the sender's socket buffers fill up, as with a slow peer. */
   pause(): void
   resume(): void
 }
+
+const CAPTURE_BYTES_MAX = 16 * 1024 * 1024
 
 /** A TCP proxy on a free port piping every connection to `target`: what the peer dials is not where it listens. */
 export async function startProxy(cleanup: Cleanup, target: string): Promise<Proxy> {
@@ -157,9 +161,18 @@ export async function startProxy(cleanup: Cleanup, target: string): Promise<Prox
   const sockets = new Set<Socket>()
   const pairs: Array<{ client: Socket; upstream: Socket }> = []
   let paused = false
+  const capture: Buffer[] = []
+  let capturedBytes = 0
+  const record = (chunk: Buffer): void => {
+    if (capturedBytes >= CAPTURE_BYTES_MAX) return
+    capture.push(chunk)
+    capturedBytes += chunk.length
+  }
   const server: Server = createServer((client) => {
     proxy.connections += 1
     const upstream = connect(Number(port), host)
+    client.on('data', record)
+    upstream.on('data', record)
     for (const socket of [client, upstream]) {
       sockets.add(socket)
       socket.on('close', () => sockets.delete(socket))
@@ -180,6 +193,7 @@ export async function startProxy(cleanup: Cleanup, target: string): Promise<Prox
   const proxy: Proxy = {
     address: `127.0.0.1:${(server.address() as { port: number }).port}`,
     connections: 0,
+    captured: () => Buffer.concat(capture),
     pause() {
       paused = true
       for (const { client, upstream } of pairs) {
