@@ -5,6 +5,7 @@
  */
 import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer as createHttpServer, type Server } from 'node:http'
+import { createServer as createHttpsServer, type ServerOptions as HttpsServerOptions } from 'node:https'
 import type { AddressInfo, Server as TcpServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -27,16 +28,38 @@ import { RateLimiter } from '../http/rate-limit.js'
 import { OidcStateSealer } from '../acl/auth/oidc-state.js'
 import { cloudSettingsProblem, LinkController, linkFromSettings } from '../controllers/link-controller.js'
 import { TokenReaper } from '../controllers/token-reaper.js'
-import { ConfigError, formatAddress, type AgentConfig } from './config.js'
+import { ConfigError, formatAddress, type AgentConfig, type ConfigWarning } from './config.js'
+import { loadTlsFiles, type TlsMaterial } from './tls-files.js'
 
 export interface RunningAgent {
-  httpAddress: string
+  /** HOST:PORT of plain HTTP; undefined when http_addr is off. */
+  httpAddress: string | undefined
+  /** HOST:PORT of HTTPS; undefined unless https_addr is set. */
+  httpsAddress: string | undefined
   clusterAddress: string
   dataDir: string
   managementToken: string | undefined
   /** Whether this start generated the --dev management token (a restart reads it back from the data dir). */
   managementTokenGenerated: boolean
+  /**
+   * Reads the TLS files again (SIGHUP) and uses them for the HTTPS and peer connections made from now on. Throws a
+   * ConfigError, and keeps the files in use, when the new ones fail a check; false when the agent has no TLS files.
+   */
+  reloadTls(): boolean
   stop(): Promise<void>
+}
+
+/**
+ * HTTPS: TLS 1.2 or later, as Consul's default tls_min_version, for the clients operators already have. With
+ * verify_incoming, a client must present a certificate the CA signed; any certificate of that CA will do (its name
+ * is the client's business, as in Consul).
+ */
+function httpsOptions(material: TlsMaterial, verifyIncoming: boolean): HttpsServerOptions {
+  return { ca: material.ca, cert: material.cert, key: material.key, minVersion: 'TLSv1.2', requestCert: verifyIncoming, rejectUnauthorized: verifyIncoming }
+}
+
+function loadTls(config: AgentConfig, warnings: ConfigWarning[]): TlsMaterial | undefined {
+  return config.tls === undefined ? undefined : loadTlsFiles(config.tls, config.datacenter, new Date(), warnings)
 }
 
 function managementTokenRecord(secret: string, description: string, nowMs: number): TokenCreate {
@@ -102,14 +125,18 @@ async function openAuditLog(config: AgentConfig, log: Logger): Promise<AuditLog 
 export async function startAgent(config: AgentConfig, log: Logger, onFatal: (error: unknown) => void): Promise<RunningAgent> {
   const cloudProblem = cloudSettingsProblem(config.cloud)
   if (cloudProblem !== undefined) throw new ConfigError(cloudProblem)
+  // Checked before anything opens: a certificate that would fail on every connection stops the start (exit 2).
+  const tlsWarnings: ConfigWarning[] = []
+  let tls = loadTls(config, tlsWarnings)
   // Settings that work but expose a secret (config.ts): said once, at start, naming the setting and never the secret.
-  for (const warning of config.warnings) log.warn({ setting: warning.setting }, warning.message)
+  for (const warning of [...config.warnings, ...tlsWarnings]) log.warn({ setting: warning.setting }, warning.message)
+  if (tls !== undefined) log.info(tls.summary, 'TLS certificate loaded')
   // Before anything else: an agent that cannot keep its audit log must not serve (fail closed, issue 18).
   const audit = await openAuditLog(config, log)
   const { dataDir, temporary } = await prepareDataDir(config)
   const devToken = config.initialManagementToken === undefined && config.dev ? await devManagementToken(dataDir) : undefined
   const managementToken = config.initialManagementToken ?? devToken?.secret
-  const started = await startReplica(config, dataDir, log, onFatal)
+  const started = await startReplica(config, dataDir, log, onFatal, tls)
   const state = started.state
   const replica = started.cluster
   const clusterAddress = started.clusterAddress
@@ -189,31 +216,78 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   // complete with its headers and may then wait its 10 minutes. A body a route never reads (a GET with a trickling
   // Content-Length) would otherwise hold its connection for as long as this allows. Bodies a route reads have their
   // own 30 s (body.ts). No Host header is needed: nothing here routes by host, and Node's refusal was not JSON.
-  const httpServer = createHttpServer(
-    { requestTimeout: 60_000, headersTimeout: 60_000, maxHeaderSize: 64 * 1024, requireHostHeader: false },
-    skipRefusedConnections(boundPipelining(app.callback())),
-  )
-  httpServer.keepAliveTimeout = 30_000
-  httpServer.on('clientError', answerClientError)
-  httpServer.on('checkExpectation', answerExpectation)
-  httpServer.maxConnections = httpConnections
-  // Within that, a share per client address (limits.http_max_conns_per_client; loopback included).
+  const serverOptions = { requestTimeout: 60_000, headersTimeout: 60_000, maxHeaderSize: 64 * 1024, requireHostHeader: false }
+  const handler = skipRefusedConnections(boundPipelining(app.callback()))
   const httpLog = log.child({ module: 'http' })
-  limitConnectionsPerClient(httpServer, config.limits.httpMaxConnsPerClient, httpLog, (client) => auditRefusedConnection(audit, { nodeName: config.nodeName, now, log: httpLog }, client))
-  const httpBound = await listen(httpServer, config.httpAddr.host, config.httpAddr.port)
-  const httpAddress = formatAddress({ host: config.httpAddr.host, port: httpBound.port })
+  const listeners = [config.httpAddr, config.httpsAddr].filter((address) => address !== undefined).length
+  /** Plain HTTP and HTTPS are configured alike, and share the node's bound on connections. */
+  const prepare = (server: Server, secure: boolean): Server => {
+    server.keepAliveTimeout = 30_000
+    server.on('clientError', answerClientError)
+    server.on('checkExpectation', answerExpectation)
+    server.maxConnections = Math.max(1, Math.floor(httpConnections / listeners))
+    // Within that, a share per client address (limits.http_max_conns_per_client; loopback included).
+    const refused = (client: string): void => auditRefusedConnection(audit, { nodeName: config.nodeName, now, log: httpLog }, client)
+    limitConnectionsPerClient(server, config.limits.httpMaxConnsPerClient, httpLog, refused, secure)
+    return server
+  }
+  const servers: Server[] = []
+  let httpAddress: string | undefined
+  let httpsAddress: string | undefined
+  let httpsServer: ReturnType<typeof createHttpsServer> | undefined
+  try {
+    if (config.httpAddr !== undefined) {
+      const server = prepare(createHttpServer(serverOptions, handler), false)
+      const bound = await listen(server, config.httpAddr.host, config.httpAddr.port)
+      servers.push(server)
+      httpAddress = formatAddress({ host: config.httpAddr.host, port: bound.port })
+    }
+    if (config.httpsAddr !== undefined && tls !== undefined && config.tls !== undefined) {
+      httpsServer = createHttpsServer({ ...serverOptions, ...httpsOptions(tls, config.tls.verifyIncoming) }, handler)
+      // A failed TLS handshake (no client certificate under verify_incoming, another CA) is the client's problem.
+      httpsServer.on('tlsClientError', (error: Error & { code?: string }) => httpLog.debug({ err: error.message, code: error.code }, 'HTTPS handshake failed'))
+      prepare(httpsServer, true)
+      const bound = await listen(httpsServer, config.httpsAddr.host, config.httpsAddr.port)
+      servers.push(httpsServer)
+      httpsAddress = formatAddress({ host: config.httpsAddr.host, port: bound.port })
+    }
+  } catch (error) {
+    // A port in use: close what was bound and the rest of the agent, then report.
+    for (const server of servers) server.close()
+    closing.abort()
+    await reaper.stop()
+    await linkController.stop()
+    await started.stop()
+    await state.close()
+    await audit?.close()
+    throw error
+  }
+
+  const reloadTls = (): boolean => {
+    if (config.tls === undefined || tls === undefined) return false
+    const warnings: ConfigWarning[] = []
+    const next = loadTls(config, warnings)
+    if (next === undefined) return false
+    for (const warning of warnings) log.warn({ setting: warning.setting }, warning.message)
+    httpsServer?.setSecureContext(httpsOptions(next, config.tls.verifyIncoming))
+    started.reloadTls(next)
+    tls = next
+    log.info(next.summary, 'TLS certificates reloaded')
+    return true
+  }
 
   let stopping: Promise<void> | undefined
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       // Stop accepting, release blocking queries, let requests in flight finish, then close the stores.
       closing.abort()
-      const httpClosed = new Promise<void>((resolve) => httpServer.close(() => resolve()))
+      const httpClosed = Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))))
       // Connections become idle as their last request is answered (blocking queries answer at once now): close each
       // as soon as it is idle, and whatever is still busy after five seconds.
-      httpServer.closeIdleConnections()
-      const idleSweep = setInterval(() => httpServer.closeIdleConnections(), 50)
-      const forced = setTimeout(() => httpServer.closeAllConnections(), 5_000)
+      const closeIdle = (): void => servers.forEach((server) => server.closeIdleConnections())
+      closeIdle()
+      const idleSweep = setInterval(closeIdle, 50)
+      const forced = setTimeout(() => servers.forEach((server) => server.closeAllConnections()), 5_000)
       await httpClosed
       clearInterval(idleSweep)
       clearTimeout(forced)
@@ -227,5 +301,5 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     })()
     return stopping
   }
-  return { httpAddress, clusterAddress, dataDir, managementToken, managementTokenGenerated: devToken?.generated === true, stop }
+  return { httpAddress, httpsAddress, clusterAddress, dataDir, managementToken, managementTokenGenerated: devToken?.generated === true, reloadTls, stop }
 }

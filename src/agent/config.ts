@@ -10,6 +10,7 @@ import { NODE_NAME_PATTERN } from '../lib/ids.js'
 import { hostname } from 'node:os'
 import { parseDuration } from '../lib/duration.js'
 import type { RateLimitSettings } from '../http/rate-limit.js'
+import type { TlsFiles } from './tls-files.js'
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError'
@@ -26,7 +27,17 @@ export interface AgentConfig {
   datacenter: string
   primaryDatacenter: string
   dataDir: string | undefined
-  httpAddr: Address
+  /** Plain HTTP; undefined when `http_addr` is `off`. */
+  httpAddr: Address | undefined
+  /** HTTPS (`https_addr`), which needs the TLS files; undefined when not asked for. */
+  httpsAddr: Address | undefined
+  /**
+   * The TLS files (tls-files.ts), when given: peer links then run over TLS, and HTTPS may be served. With
+   * `verifyIncoming`, HTTPS clients must present a certificate the CA signed.
+   */
+  tls: (TlsFiles & { verifyIncoming: boolean }) | undefined
+  /** `--unsealed-peer-links-for-benchmark`: peer frames in clear, to measure what sealing costs. Never for use. */
+  unsealedPeerLinks: boolean
   clusterAddr: Address
   peers: Record<string, string>
   join: string[]
@@ -79,6 +90,10 @@ const FLAG_KEYS: Record<string, string> = {
   'primary-datacenter': 'primary_datacenter',
   'data-dir': 'data_dir',
   'http-addr': 'http_addr',
+  'https-addr': 'https_addr',
+  'tls-ca-file': 'tls.ca_file',
+  'tls-cert-file': 'tls.cert_file',
+  'tls-key-file': 'tls.key_file',
   'cluster-addr': 'cluster_addr',
   'cluster-key': 'cluster_key',
   'log-level': 'log_level',
@@ -101,6 +116,10 @@ type RepeatedFlag = (typeof REPEATED_FLAGS)[number]
 export interface ParsedFlags {
   values: Map<string, string>
   dev: boolean
+  /** `--tls-verify-incoming`, which takes no value (as --dev). */
+  tlsVerifyIncoming: boolean
+  /** `--unsealed-peer-links-for-benchmark`, no value; not in the usage: the benchmark's comparison only. */
+  unsealedPeerLinks: boolean
   peers: string[]
   join: string[]
   /** `--cluster-key-accept KEY` and `--cluster-key-accept-file FILE`, in the order given. */
@@ -110,15 +129,17 @@ export interface ParsedFlags {
 
 /** `--flag value` and `--flag=value`; `--dev` takes no value; `--peer`, `--join` and `--cluster-key-accept[-file]` repeat. */
 export function parseFlags(argv: readonly string[]): ParsedFlags {
-  const parsed: ParsedFlags = { values: new Map(), dev: false, peers: [], join: [], clusterKeyAccept: [], configFile: undefined }
+  const parsed: ParsedFlags = { values: new Map(), dev: false, tlsVerifyIncoming: false, unsealedPeerLinks: false, peers: [], join: [], clusterKeyAccept: [], configFile: undefined }
   for (let position = 0; position < argv.length; position += 1) {
     const arg = argv[position] ?? ''
     if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument "${arg}"; flags start with --`)
     const equals = arg.indexOf('=')
     const name = arg.slice(2, equals === -1 ? undefined : equals)
-    if (name === 'dev') {
-      if (equals !== -1) throw new ConfigError('--dev: takes no value')
-      parsed.dev = true
+    if (name === 'dev' || name === 'tls-verify-incoming' || name === 'unsealed-peer-links-for-benchmark') {
+      if (equals !== -1) throw new ConfigError(`--${name}: takes no value`)
+      if (name === 'dev') parsed.dev = true
+      else if (name === 'tls-verify-incoming') parsed.tlsVerifyIncoming = true
+      else parsed.unsealedPeerLinks = true
       continue
     }
     const known = Object.hasOwn(FLAG_KEYS, name) || Object.hasOwn(FILE_FLAGS, name) || (REPEATED_FLAGS as readonly string[]).includes(name) || name === 'config-file'
@@ -238,6 +259,7 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   primary_datacenter: [],
   data_dir: [],
   http_addr: [],
+  https_addr: [],
   cluster_addr: [],
   peers: 'object',
   cluster_key: [],
@@ -248,6 +270,7 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold', 'leader_wait'],
   limits: ['http_max_conns_per_client', 'request_limits', 'login_rate'],
   audit: ['path', 'rotate_bytes', 'rotate_keep'],
+  tls: ['ca_file', 'cert_file', 'key_file', 'verify_incoming'],
 }
 
 const REQUEST_LIMITS_KEYS = ['mode', 'read_rate', 'write_rate']
@@ -379,7 +402,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     if (!NODE_NAME_PATTERN.test(name)) throw new ConfigError(`--peer: "${name}" is not a valid node name`)
     parseAddress(`--peer ${name}`, address)
   }
-  for (const address of flags.join) parseAddress('--join', address)
+  for (const address of flags.join) {
+    const scheme = /^(https?):\/\//.exec(address)
+    parseAddress('--join', scheme === null ? address : address.slice(scheme[0].length))
+  }
 
   const initialManagementToken = text('acl.tokens.initial_management')
   if (initialManagementToken !== undefined && !/^[\x21-\x7e]{1,128}$/.test(initialManagementToken)) {
@@ -421,6 +447,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
 
   const dataDir = text('data_dir')
   if (!flags.dev && dataDir === undefined) throw new ConfigError('--data-dir: is required (or run with --dev)')
+  const { httpAddr, httpsAddr, tls } = listenerSettings(flags, settings, label, text)
+  if (flags.unsealedPeerLinks && tls !== undefined) throw new ConfigError('--unsealed-peer-links-for-benchmark: cannot be used with TLS files; peer links over TLS are never sealed twice')
 
   return {
     dev: flags.dev,
@@ -428,7 +456,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     datacenter,
     primaryDatacenter,
     dataDir,
-    httpAddr: parseAddress(label('http_addr'), text('http_addr') ?? '127.0.0.1:8500'),
+    httpAddr,
+    httpsAddr,
+    tls,
+    unsealedPeerLinks: flags.unsealedPeerLinks,
     clusterAddr: parseAddress(label('cluster_addr'), text('cluster_addr') ?? (flags.dev ? '127.0.0.1:0' : '127.0.0.1:8300')),
     peers,
     join: flags.join,
@@ -451,6 +482,44 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     audit,
     warnings,
   }
+}
+
+/**
+ * Where the API listens and the TLS files. Each rule a message naming the setting: the three files go together;
+ * HTTPS and verify_incoming need them; turning plain HTTP off needs HTTPS, or the agent would serve no API.
+ */
+function listenerSettings(
+  flags: ParsedFlags,
+  settings: Map<string, unknown>,
+  label: (key: string) => string,
+  text: (key: string) => string | undefined,
+): Pick<AgentConfig, 'httpAddr' | 'httpsAddr' | 'tls'> {
+  const httpText = text('http_addr') ?? '127.0.0.1:8500'
+  const httpAddr = httpText === 'off' ? undefined : parseAddress(label('http_addr'), httpText)
+  const httpsText = text('https_addr')
+  const httpsAddr = httpsText === undefined ? undefined : parseAddress(label('https_addr'), httpsText)
+  const fileKeys = ['tls.ca_file', 'tls.cert_file', 'tls.key_file'] as const
+  const [caFile, certFile, keyFile] = fileKeys.map((key) => text(key))
+  const fileVerify = settings.get('tls.verify_incoming')
+  if (fileVerify !== undefined && typeof fileVerify !== 'boolean') throw new ConfigError('tls.verify_incoming: must be true or false')
+  const verifyIncoming = flags.tlsVerifyIncoming || fileVerify === true
+  const verifyLabel = flags.tlsVerifyIncoming ? '--tls-verify-incoming' : 'tls.verify_incoming'
+  let tls: AgentConfig['tls']
+  if (caFile !== undefined || certFile !== undefined || keyFile !== undefined) {
+    if (caFile === undefined || certFile === undefined || keyFile === undefined) {
+      const given = fileKeys.filter((key) => text(key) !== undefined).map(label)
+      const missing = fileKeys.filter((key) => text(key) === undefined).map((key) => `--${key.replace('.', '-').replace('_', '-')}`)
+      throw new ConfigError(`${given.join(', ')}: needs ${missing.join(' and ')} too; TLS takes the CA, the certificate and its key`)
+    }
+    for (const key of fileKeys) if (text(key) === '') throw new ConfigError(`${label(key)}: must name a file`)
+    tls = { caFile, certFile, keyFile, verifyIncoming, labels: { caFile: label('tls.ca_file'), certFile: label('tls.cert_file'), keyFile: label('tls.key_file') } }
+  }
+  if (httpsAddr !== undefined && tls === undefined) {
+    throw new ConfigError(`${label('https_addr')}: needs --tls-ca-file, --tls-cert-file and --tls-key-file (make them with: warden tls ca create; warden tls cert create -server)`)
+  }
+  if (verifyIncoming && httpsAddr === undefined) throw new ConfigError(`${verifyLabel}: needs --https-addr; client certificates are asked for on HTTPS`)
+  if (httpAddr === undefined && httpsAddr === undefined) throw new ConfigError(`${label('http_addr')}: off needs --https-addr, or the agent would serve no API`)
+  return { httpAddr, httpsAddr, tls }
 }
 
 /**

@@ -23,6 +23,7 @@ import { openNode } from '../rpc/open-node.js'
 import { directoryFiles } from '../state/files.js'
 import { StateStore } from '../state/store.js'
 import { ClosedLinks, PeerTransport } from '../transport/index.js'
+import type { PeerTlsMaterial } from '../transport/tls.js'
 import { ConfigError, formatAddress, type AgentConfig } from './config.js'
 
 export interface StartedReplica {
@@ -34,6 +35,8 @@ export interface StartedReplica {
   /** Calls `listener` whenever this node becomes the leader. */
   onLeadership(listener: () => void): void
   raft: RaftReplica
+  /** New certificates for the peer links made from now on; nothing when links do not run over TLS. */
+  reloadTls(material: PeerTlsMaterial): void
   stop(): Promise<void>
 }
 
@@ -89,7 +92,13 @@ export function transportLinks(transport: PeerTransport): PeerLinks {
   }
 }
 
-export async function startReplica(config: AgentConfig, dataDir: string, log: Logger, onFatal: (error: unknown) => void): Promise<StartedReplica> {
+export async function startReplica(
+  config: AgentConfig,
+  dataDir: string,
+  log: Logger,
+  onFatal: (error: unknown) => void,
+  tls?: PeerTlsMaterial,
+): Promise<StartedReplica> {
   const peers = Object.entries(config.peers).filter(([name]) => name !== config.nodeName)
   if ((peers.length > 0 || config.join.length > 0) && config.clusterKey === undefined) {
     throw new ConfigError('--cluster-key: a cluster of several nodes needs a cluster key (--cluster-key, --cluster-key-file or WARDEN_CLUSTER_KEY)')
@@ -100,6 +109,7 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
   const flags = { nodeName: config.nodeName, peerNames: peers.map(([name]) => name), joining: config.join.length > 0, incarnation: randomUUID() }
   let links: PeerLinks
   let stopLinks: () => Promise<void>
+  let reloadTls: (material: PeerTlsMaterial) => void = () => undefined
   let port: number
   if (config.clusterKey === undefined) {
     const closed = await ClosedLinks.start(config.clusterAddr.host, config.clusterAddr.port)
@@ -116,7 +126,10 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
       listen: config.clusterAddr,
       peers: new Map(peers),
       log: log.child({ module: 'transport' }),
+      ...(tls === undefined ? {} : { tls: { ca: tls.ca, cert: tls.cert, key: tls.key } }),
+      unsealedForBenchmark: config.unsealedPeerLinks,
     })
+    if (tls !== undefined) reloadTls = (material) => transport.reloadTls({ ca: material.ca, cert: material.cert, key: material.key })
     links = transportLinks(transport)
     stopLinks = () => transport.stop()
     port = transport.address.port
@@ -152,7 +165,7 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
   await replica.start()
   let joining: Promise<void> | undefined
   // A new server asks a running member to add it; one that joined before knows its cluster from its own storage.
-  if (opened.next === 'join' && config.clusterKey !== undefined) joining = joinThroughHttp(replica, config.join, config.clusterKey, clusterAddress)
+  if (opened.next === 'join' && config.clusterKey !== undefined) joining = joinThroughHttp(replica, config.join, config.clusterKey, clusterAddress, tls === undefined ? undefined : { ca: tls.ca, cert: tls.cert, key: tls.key, datacenter: config.datacenter })
   return {
     state,
     cluster,
@@ -160,6 +173,7 @@ export async function startReplica(config: AgentConfig, dataDir: string, log: Lo
     alone,
     onLeadership: (listener) => replica.onLeadership(listener),
     raft: replica,
+    reloadTls,
     async stop() {
       await replica.stop()
       await joining

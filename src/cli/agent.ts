@@ -1,9 +1,10 @@
 /**
- * `warden agent [flags]`: runs a server until SIGTERM or SIGINT. Exit codes: 0 after a clean stop, 1 when the agent
+ * `warden agent [flags]`: runs a server until SIGTERM or SIGINT; SIGHUP reloads the TLS certificate files. Exit codes: 0 after a clean stop, 1 when the agent
  * fails while running or cannot start, 2 for a bad flag or config value (one line naming it), 3 when the log holds a
  * command this version cannot apply (upgrade the node; restarting it will not help).
  */
 import { loadConfig, ConfigError } from '../agent/config.js'
+import type { RunningAgent } from '../agent/agent.js'
 import { createLogger } from '../agent/logger.js'
 import { startAgent, UnknownCommandError } from '../agent/agent.js'
 
@@ -11,8 +12,9 @@ import { startAgent, UnknownCommandError } from '../agent/agent.js'
 const EXIT_UNKNOWN_COMMAND = 3
 
 export const AGENT_USAGE = `usage: warden agent [--dev] [--config-file FILE] [--node-name NAME] [--datacenter DC]
-                    [--primary-datacenter DC] [--data-dir DIR] [--http-addr HOST:PORT]
-                    [--cluster-addr HOST:PORT] [--peer NAME=HOST:PORT ...] [--join HOST:PORT ...]
+                    [--primary-datacenter DC] [--data-dir DIR] [--http-addr HOST:PORT|off]
+                    [--https-addr HOST:PORT] [--tls-ca-file FILE --tls-cert-file FILE --tls-key-file FILE]
+                    [--tls-verify-incoming] [--cluster-addr HOST:PORT] [--peer NAME=HOST:PORT ...] [--join HOST:PORT ...]
                     [--cluster-key SECRET | --cluster-key-file FILE]
                     [--cluster-key-accept SECRET ... | --cluster-key-accept-file FILE]
                     [--http-max-conns-per-client N] [--audit-log FILE]
@@ -53,6 +55,9 @@ export async function runAgent(rest: string[]): Promise<number> {
   }
   process.on('SIGTERM', () => onSignal('SIGTERM'))
   process.on('SIGINT', () => onSignal('SIGINT'))
+  // SIGHUP would otherwise end the process; before the agent is up there is nothing to reload (it reads the files).
+  let onHangup: () => void = () => undefined
+  process.on('SIGHUP', () => onHangup())
   let agent
   try {
     agent = await startAgent(config, log, fatal)
@@ -76,10 +81,11 @@ export async function runAgent(rest: string[]): Promise<number> {
     process.stdout.write(`Management token: ${agent.managementToken}\n`)
   }
   log.info(
-    { http: agent.httpAddress, cluster: agent.clusterAddress, datacenter: config.datacenter, dataDir: agent.dataDir },
+    { http: agent.httpAddress, https: agent.httpsAddress, cluster: agent.clusterAddress, datacenter: config.datacenter, dataDir: agent.dataDir },
     'agent ready',
   )
   const running = agent
+  onHangup = () => reloadOnHangup(running, log)
   return new Promise<number>((resolve) => {
     let stopping = false
     onSignal = (signal) => {
@@ -101,3 +107,12 @@ export async function runAgent(rest: string[]): Promise<number> {
   })
 }
 
+/** SIGHUP: the TLS files again. A bad new file is logged with its problem, and the files in use stay in use. */
+function reloadOnHangup(agent: RunningAgent, log: ReturnType<typeof createLogger>): void {
+  try {
+    if (!agent.reloadTls()) log.info('SIGHUP: nothing to reload (no TLS files are configured)')
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    log.error({ problem: error.message }, 'SIGHUP: the TLS files were not reloaded; the ones in use stay in use')
+  }
+}

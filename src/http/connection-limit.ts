@@ -13,6 +13,10 @@
  * the client reads it. At most REFUSED_LINGERING_MAX refused connections of one address linger at once: past that a
  * refused connection is closed without an answer, so a flood of connections from one address holds no more than
  * the limit and that many.
+ *
+ * On HTTPS the limit is applied to the TCP connection, before TLS: there is no way to answer in HTTP before the TLS
+ * handshake, and doing one for a connection about to be refused would spend the CPU the limit is meant to protect. A
+ * refused HTTPS connection is closed at once.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
@@ -58,7 +62,7 @@ class PerClient {
  * Applies the limit to `server`'s connections; `perClientMax` 0 applies none. Registered before Node's HTTP listener,
  * so a connection is counted or refused before anything is parsed on it.
  */
-export function limitConnectionsPerClient(server: Server, perClientMax: number, log: Logger, onRefused?: (client: string) => void): void {
+export function limitConnectionsPerClient(server: Server, perClientMax: number, log: Logger, onRefused?: (client: string) => void, secure = false): void {
   if (perClientMax === 0) return
   const open = new PerClient()
   const lingering = new PerClient()
@@ -77,7 +81,7 @@ export function limitConnectionsPerClient(server: Server, perClientMax: number, 
     // One key for every client: addresses are the caller's to choose from, lines per address could flood the log.
     logged.warn(log, 'connections per client', { client, limit: perClientMax }, 'refused a connection: the client holds the most connections allowed per client')
     onRefused?.(client)
-    if (lingering.get(client) >= REFUSED_LINGERING_MAX) {
+    if (secure || lingering.get(client) >= REFUSED_LINGERING_MAX) {
       socket.destroy()
       return
     }

@@ -31,6 +31,9 @@ import { Opener, Sealer } from './seal.js'
 import { channelBinding, isTlsSocket, peerCertificateProblem } from './tls.js'
 import type { TLSSocket } from 'node:tls'
 
+/** The transcript's last field on an unsealed link (see LinkHost.unsealed): no sealed node accepts its proofs. */
+const UNSEALED_MARK = Buffer.from('warden/peer/v3 unsealed, for benchmarks only')
+
 /** WebSocket close codes. 4000-4999 are for applications (RFC 6455 §7.4.2); ws itself sends 1009 for a frame too large. */
 export const CloseCode = {
   stopping: 1001,
@@ -70,6 +73,11 @@ export interface LinkHost {
    * to open on a TLS node and the other way round (the sockets could not even speak).
    */
   readonly tls: boolean
+  /**
+   * Frames after the handshake travel in clear: for the benchmark's measure of what sealing costs, never for use.
+   * Such a node proves under a marked transcript, so it links only with nodes as unsealed as itself.
+   */
+  readonly unsealed: boolean
   readonly handshakeTimeoutMs: number
   readonly keepaliveIntervalMs: number
   readonly log: Logger
@@ -189,7 +197,7 @@ export class Link {
   write(bytes: Buffer, done: (error?: Error | null) => void): void {
     assert(this.state === 'open', 'write on a link that is not open')
     if (this.sealer === undefined) {
-      assert(this.host.tls, 'an open plain link without keys')
+      assert(this.host.tls || this.host.unsealed, 'an open plain link without keys')
       this.ws.send(bytes, { binary: true }, done)
       return
     }
@@ -231,7 +239,7 @@ export class Link {
     this.touch()
     if (!isBinary) return this.fail('text frame', CloseCode.badFrame)
     if (this.state === 'handshake') return this.onHandshakeData(toBuffer(data))
-    assert(this.opener !== undefined || this.host.tls, 'an open plain link without keys')
+    assert(this.opener !== undefined || this.host.tls || this.host.unsealed, 'an open plain link without keys')
     const plaintext = this.opener === undefined ? toBuffer(data) : this.opener.open(toBuffer(data))
     if (plaintext === undefined) {
       this.host.onFrameRejected(this)
@@ -397,6 +405,7 @@ export class Link {
 
   /** The transcript's channel binding on a TLS link (see tls.ts); nothing on a plain one. */
   private binding(): { channelBinding?: Buffer } {
+    if (this.host.unsealed) return { channelBinding: UNSEALED_MARK }
     return this.tlsSocket === undefined ? {} : { channelBinding: channelBinding(this.tlsSocket) }
   }
 
@@ -429,7 +438,7 @@ export class Link {
    */
   private authenticated(): void {
     assert(this.transcript !== undefined && this.handshakeKey !== undefined, 'authenticated before both proofs were checked')
-    if (!this.host.tls) {
+    if (!this.host.tls && !this.host.unsealed) {
       const keys = this.handshakeKey.sealingKeys(this.transcript)
       const [sealing, opening] = this.role === 'dialer' ? [keys.dialerToAcceptor, keys.acceptorToDialer] : [keys.acceptorToDialer, keys.dialerToAcceptor]
       this.sealer = new Sealer(sealing)

@@ -65,6 +65,11 @@ export interface TransportOptions {
    * certificates for the connections made after it.
    */
   tls?: PeerTlsMaterial
+  /**
+   * Leaves frames after the handshake unsealed, for the benchmark's measure of what sealing costs; never for use.
+   * Such a node links only with nodes as unsealed as itself. Ignored with tls.
+   */
+  unsealedForBenchmark?: boolean
   /** Port 0 picks a free port; the bound one is `PeerTransport.address`. */
   listen: { host: string; port: number }
   /** Node name to the host:port to dial it at (which may be a proxy in front of it). This node's own name is ignored. */
@@ -227,7 +232,7 @@ export class PeerTransport {
   private constructor(
     private readonly nodeName: string,
     advertiseAddress: string,
-    identity: { datacenter: string; linkKind: LinkKind; keys: ClusterKeys | undefined; tls: boolean },
+    identity: { datacenter: string; linkKind: LinkKind; keys: ClusterKeys | undefined; tls: boolean; unsealed: boolean },
     private readonly settings: Settings,
     private readonly server: Server | HttpsServer,
     private readonly wss: WebSocketServer,
@@ -316,7 +321,8 @@ export class PeerTransport {
       })
     })
     const random = options.random ?? cryptoRandom
-    const identity = { datacenter: options.datacenter, linkKind, keys, tls: options.tls !== undefined }
+    const unsealed = options.tls === undefined && options.unsealedForBenchmark === true
+    const identity = { datacenter: options.datacenter, linkKind, keys, tls: options.tls !== undefined, unsealed }
     const transport = new PeerTransport(options.nodeName, options.advertiseAddress, identity, settings, server, wss, log, random)
     transport.tlsMaterial = options.tls
     server.on('connection', (socket: Socket) => transport.onConnection(socket))
@@ -324,7 +330,8 @@ export class PeerTransport {
     server.on('tlsClientError', (error: Error & { code?: string }, socket: Socket) => transport.onTlsError(error, socket))
     wss.on('connection', (ws, request) => transport.accept(ws, request))
     const listening = { address: transport.address, advertiseAddress: options.advertiseAddress, datacenter: options.datacenter, linkKind, acceptKeys: acceptKeys.length }
-    log.info(listening, options.tls === undefined ? 'peer transport listening (links sealed)' : 'peer transport listening (links over TLS 1.3)')
+    if (unsealed) log.warn(listening, 'peer transport listening with UNSEALED links: anyone on the path can read and forge frames; for benchmarks only')
+    else log.info(listening, options.tls === undefined ? 'peer transport listening (links sealed)' : 'peer transport listening (links over TLS 1.3)')
     try {
       transport.setPeers(options.peers)
     } catch (error) {

@@ -24,7 +24,7 @@ const ALLOWED: Record<string, readonly string[] | 'everything'> = {
   filter: ['lib'],
   acl: ['lib', 'filter', 'state'],
   replica: ['raft', 'raft/storage', 'transport', 'state', 'lib'],
-  rpc: ['replica', 'transport', 'state', 'lib'],
+  rpc: ['replica', 'transport', 'state', 'api', 'lib'],
   controllers: ['rpc', 'acl', 'state', 'lib'],
   http: ['acl', 'state', 'rpc', 'filter', 'lib'],
   agent: 'everything',

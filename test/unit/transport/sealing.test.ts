@@ -236,6 +236,21 @@ describe('transport: sealed links', () => {
     for (const line of [...a.log.raw, ...b.log.raw, ...c.log.raw]) for (const key of [KEY_ONE, KEY_TWO]) expect(line).not.to.include(key)
   })
 
+  it('the benchmark-only unsealed mode links only with nodes as unsealed: a sealed node refuses its proof', async () => {
+    const a = await startNode(cleanup, 'a', { unsealedForBenchmark: true })
+    const b = await startNode(cleanup, 'b', { unsealedForBenchmark: true })
+    connectAll([a, b])
+    await waitFor('the unsealed link', () => isConnected(a, 'b') && isConnected(b, 'a'))
+    b.transport.send('a', { n: 1 })
+    await waitFor('the message', () => a.inbox.length === 1)
+    expect(logged(a.log, 'peer transport listening with UNSEALED links: anyone on the path can read and forge frames; for benchmarks only')).to.equal(true)
+    const c = await startNode(cleanup, 'c')
+    connectAll([a, c])
+    await waitFor('a refused handshake', () => a.transport.stats().handshakesFailed + c.transport.stats().handshakesFailed >= 2)
+    await sleep(200)
+    expect(isConnected(a, 'c') || isConnected(c, 'a')).to.equal(false)
+  })
+
   it('rotation: two nodes that each accept the key the other proves with link both ways', async () => {
     const a = await startNode(cleanup, 'a', { clusterKey: KEY_TWO, acceptKeys: [KEY_ONE] })
     const b = await startNode(cleanup, 'b', { clusterKey: KEY_ONE, acceptKeys: [KEY_TWO] })
