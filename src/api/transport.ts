@@ -136,7 +136,10 @@ export class Transport {
         if (settled) return
         settled = true
         cleanup()
-        reject(new ConnectionError(endpoint.text, connected ? 'maybe' : 'no', reason, message, { cause }))
+        // A TLS alert refusing our certificate comes after a TLS 1.3 client counts itself connected, but the server
+        // sends it before it reads any request: such a request never reached it.
+        const reached = connected && !CERTIFICATE_REFUSED.has(reason) ? 'maybe' : 'no'
+        reject(new ConnectionError(endpoint.text, reached, reason, message, { cause }))
       }
       const headers: Record<string, string | number> = { ...exchange.headers }
       if (exchange.body !== undefined) headers['Content-Length'] = Buffer.byteLength(exchange.body)
@@ -202,8 +205,33 @@ function pathOnly(path: string): string {
   return question === -1 ? path : path.slice(0, question)
 }
 
+/** The server's TLS alerts refusing the client's certificate (or its absence), as Node names them. */
+const CERTIFICATE_REFUSED = new Set([
+  'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED',
+  'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA',
+  'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE',
+  'ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED',
+  'ERR_SSL_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE',
+])
+
 function describe(error: NodeJS.ErrnoException): string {
   switch (error.code) {
+    case 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED':
+      return 'the server requires a client certificate (give -client-cert and -client-key, or WARDEN_CLIENT_CERT and WARDEN_CLIENT_KEY)'
+    case 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA':
+    case 'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE':
+    case 'ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED':
+    case 'ERR_SSL_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE':
+      return `the server refused the client certificate: not signed by its CA, expired, or not for clients (${error.code})`
+    case 'UNABLE_TO_VERIFY_LEAF_SIGNATURE':
+    case 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY':
+    case 'SELF_SIGNED_CERT_IN_CHAIN':
+    case 'DEPTH_ZERO_SELF_SIGNED_CERT':
+      return `the server's certificate is not signed by a CA this client trusts (give the CA with -ca-file) (${error.code})`
+    case 'ERR_TLS_CERT_ALTNAME_INVALID':
+      return `the server's certificate does not name the host dialed (${error.message}); -tls-server-name server.<dc>.warden checks the name warden's servers carry`
+    case 'CERT_HAS_EXPIRED':
+      return "the server's certificate has expired"
     case 'ECONNREFUSED':
       return 'connection refused (is the agent running, and is this its HTTP address?)'
     case 'ENOTFOUND':
@@ -212,6 +240,8 @@ function describe(error: NodeJS.ErrnoException): string {
     case 'ECONNRESET':
       return 'the connection was reset'
     case 'EPROTO':
+      // A plain HTTP server answering a TLS client shows up as a TLS record of a wrong version.
+      if (/wrong version number|packet length too long/.test(error.message)) return 'TLS failed: the server does not speak TLS here (is this its HTTPS address, or should the address be http://?)'
       return `TLS failed (${error.message})`
     default:
       return error.message
