@@ -207,7 +207,13 @@ export class PeerTransport {
    * (pending.ts), so a flood of idle or churning connections evicts its own and never a real peer's.
    */
   private readonly unauthenticated: PendingConnections<Socket>
+  /** An accepted link's TCP socket: the one `unauthenticated` holds (under TLS, not the TLS socket a request has). */
   private readonly socketOf = new Map<Link, Socket>()
+  /**
+   * Accepted TCP sockets by their remote address and port, while open: how an accepted TLS socket finds the TCP
+   * socket under it (unique per connection to one listener). Bounded by the server's maxConnections.
+   */
+  private readonly tcpSockets = new Map<string, Socket>()
   /** Stops counting what an accepted link's socket sent before it proved the key (countBeforeProof). */
   private readonly stopCounting = new Map<Link, () => void>()
   /** Invariant: size <= requestsInFlightMax. */
@@ -589,7 +595,12 @@ export class PeerTransport {
 
   /** A new TCP connection to the peer port: beyond the bound, one unauthenticated connection goes (pending.ts). */
   private onConnection(socket: Socket): void {
-    socket.once('close', () => this.unauthenticated.delete(socket))
+    const remote = remoteKey(socket)
+    this.tcpSockets.set(remote, socket)
+    socket.once('close', () => {
+      this.unauthenticated.delete(socket)
+      if (this.tcpSockets.get(remote) === socket) this.tcpSockets.delete(remote)
+    })
     const evicted = this.unauthenticated.add(socket, addressGroup(socket.remoteAddress))
     if (evicted === undefined) return
     this.warnPending(`${evicted.remoteAddress ?? '?'}:${evicted.remotePort ?? '?'}`)
@@ -607,7 +618,8 @@ export class PeerTransport {
       this.warnPending(evicted.remoteAddress)
       evicted.terminate()
     }
-    this.socketOf.set(link, request.socket)
+    // Under TLS, the TCP socket under the TLS one is what `unauthenticated` holds: the one to release once proven.
+    this.socketOf.set(link, this.tcpSockets.get(remoteKey(request.socket)) ?? request.socket)
     this.stopCounting.set(link, this.countBeforeProof(request.socket, remoteAddress))
   }
 
@@ -939,4 +951,9 @@ function cryptoRandom(): number {
  */
 function tlsServerOptions(material: PeerTlsMaterial): { ca: Buffer; cert: Buffer; key: Buffer; minVersion: 'TLSv1.3'; requestCert: true; rejectUnauthorized: true } {
   return { ca: material.ca, cert: material.cert, key: material.key, minVersion: PEER_TLS_VERSION, requestCert: true, rejectUnauthorized: true }
+}
+
+/** A connection's remote address and port, the key of `tcpSockets`. */
+function remoteKey(socket: Socket): string {
+  return `${socket.remoteAddress ?? '?'}|${socket.remotePort ?? '?'}`
 }

@@ -5,6 +5,7 @@
  * `warden tls`'s own generator.
  */
 import { expect } from 'chai'
+import { connect, type Socket } from 'node:net'
 import { createCa, createCert, type Ca } from '../../../src/cli/tls/generate.js'
 import type { PeerTlsMaterial } from '../../../src/transport/tls.js'
 import { ClusterKey, type HandshakeTranscript } from '../../../src/transport/handshake.js'
@@ -103,6 +104,25 @@ describe('transport: links over TLS', function () {
     await refusedFor(a, b)
     a.transport.reloadTls(await material(ca, 'server', 'dc1', [ca.cert, otherCa.cert]))
     await waitFor('the link after the reload', () => isConnected(a, 'b') && isConnected(b, 'a'), 8000)
+  })
+
+  it('a flood of idle connections to the peer port evicts its own, never the TCP connection under an open TLS link', async () => {
+    const a = await startNode(cleanup, 'a', { tls: await material(ca), handshakesPendingMax: 4 })
+    const b = await tlsNode('b', await material(ca))
+    b.transport.setPeers(new Map([['a', addressOf(a.transport)]]))
+    a.transport.setPeers(new Map([['b', '127.0.0.1:1']]))
+    await waitFor('the link over TLS', () => isConnected(a, 'b') && isConnected(b, 'a'))
+    const flood: Socket[] = []
+    cleanup.defer(() => flood.forEach((socket) => socket.destroy()))
+    for (let count = 0; count < 40; count += 1) {
+      const socket = connect(a.transport.address.port, '127.0.0.1')
+      socket.on('error', () => undefined)
+      flood.push(socket)
+    }
+    await waitFor('the flood evicted', () => flood.filter((socket) => socket.destroyed).length >= 10)
+    await sleep(300)
+    expect(b.peerEvents.filter((event) => !event.connected), 'the link was never lost').to.deep.equal([])
+    expect(isConnected(a, 'b') && isConnected(b, 'a')).to.equal(true)
   })
 
   it('binds the proofs to the TLS connection: the same transcript with another channel binding gives another proof', () => {
