@@ -7,8 +7,11 @@ import { relative } from 'node:path'
 import { DEFAULT_ROOT, LocalCluster, type NodeStatus } from './lib.js'
 
 const USAGE = `usage: npm run cluster -- [--root DIR] <verb>
-  up [--foreground] [--nodes N]   start n1..nN (default 3) on free loopback ports; --foreground streams their
-                                  logs and Ctrl-C stops them (npm start)
+  up [--foreground] [--nodes N] [--tls]
+                                  start n1..nN (default 3) on free loopback ports; --foreground streams their
+                                  logs and Ctrl-C stops them (npm start); --tls issues a CA and certificates into
+                                  <root>/tls/ and runs peer links over mutual TLS and the API over HTTPS only,
+                                  with client certificates required (the later verbs follow the state file)
   status [--json]                 each node's process, role, term, commit and applied index, last contact
   kill NODE|leader                SIGKILL
   restart NODE                    start again on the same data dir and ports (stops it first if running)
@@ -28,11 +31,12 @@ interface Options {
   json: boolean
   foreground: boolean
   nodes: number | undefined
+  tls: boolean
   positional: string[]
 }
 
 function parse(argv: string[]): Options {
-  const options: Options = { root: DEFAULT_ROOT, json: false, foreground: false, nodes: undefined, positional: [] }
+  const options: Options = { root: DEFAULT_ROOT, json: false, foreground: false, nodes: undefined, tls: false, positional: [] }
   for (let position = 0; position < argv.length; position += 1) {
     const argument = argv[position]!
     const value = (): string => {
@@ -44,6 +48,7 @@ function parse(argv: string[]): Options {
     if (argument === '--root') options.root = value()
     else if (argument === '--json') options.json = true
     else if (argument === '--foreground') options.foreground = true
+    else if (argument === '--tls') options.tls = true
     else if (argument === '--nodes') {
       const text = value()
       options.nodes = Number(text)
@@ -93,14 +98,26 @@ function displayPath(path: string): string {
 function printAddresses(cluster: LocalCluster): void {
   const state = cluster.state()
   for (const [name, node] of Object.entries(state.nodes)) {
-    process.stdout.write(`${name}  http://${node.httpAddress}  (cluster ${node.clusterAddress}, pid ${node.pid})\n`)
+    process.stdout.write(`${name}  ${cluster.apiAddress(name)}  (cluster ${node.clusterAddress}, pid ${node.pid})\n`)
   }
   process.stdout.write(`Management token: ${state.managementToken}\n`)
-  // The command line reads both from the environment (README "Command line"), so one paste makes `warden` work.
-  const first = Object.values(state.nodes)[0]
-  if (first !== undefined) {
-    process.stdout.write(`For the command line: export WARDEN_HTTP_ADDR=http://${first.httpAddress} WARDEN_HTTP_TOKEN=${state.managementToken}\n`)
+  const first = cluster.nodeNames()[0]
+  if (first === undefined) return
+  const address = cluster.apiAddress(first)
+  const { tls } = state
+  if (tls === undefined) {
+    // The command line reads both from the environment (README "Command line"), so one paste makes `warden` work.
+    process.stdout.write(`For the command line: export WARDEN_HTTP_ADDR=${address} WARDEN_HTTP_TOKEN=${state.managementToken}\n`)
+    return
   }
+  // Absolute paths: the lines are meant to be pasted into a shell that may be in another directory. Paths only; the
+  // keys stay in their files.
+  process.stdout.write(
+    'TLS: peer links over mutual TLS 1.3; the API over HTTPS only (plain HTTP off), a client certificate required\n' +
+      `  CA ${tls.caFile}\n  client certificate ${tls.clientCertFile}\n  client key ${tls.clientKeyFile}\n` +
+      `For the command line: warden <command> -http-addr ${address} -ca-file ${tls.caFile} -client-cert ${tls.clientCertFile} -client-key ${tls.clientKeyFile}\n` +
+      `  or: export WARDEN_HTTP_ADDR=${address} WARDEN_CACERT=${tls.caFile} WARDEN_CLIENT_CERT=${tls.clientCertFile} WARDEN_CLIENT_KEY=${tls.clientKeyFile} WARDEN_HTTP_TOKEN=${state.managementToken}\n`,
+  )
 }
 
 function statusTable(statuses: NodeStatus[], partitioned: string[], proxyUp: boolean): string {
@@ -117,7 +134,7 @@ function statusTable(statuses: NodeStatus[], partitioned: string[], proxyUp: boo
       known ? String(status.commitIndex) : '-',
       known ? String(status.appliedIndex) : '-',
       known ? `${status.lastContactMs}ms` : '-',
-      status.httpAddress,
+      status.httpsAddress === undefined ? status.httpAddress : `https://${status.httpsAddress}`,
     ])
   }
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
@@ -147,6 +164,7 @@ async function up(options: Options): Promise<number> {
     foreground: options.foreground,
     ...(options.nodes === undefined ? {} : { nodes: options.nodes }),
     ...(options.foreground ? { logs: print } : {}),
+    ...(options.tls ? { tls: true } : {}),
   })
   printAddresses(cluster)
   process.stdout.write(`Leader: ${await cluster.leader()}\n`)
@@ -170,6 +188,7 @@ async function run(options: Options): Promise<number> {
   const wanted = arity[verb]
   if (wanted === undefined) throw new UsageError(`unknown verb ${JSON.stringify(verb)}`)
   if ((wanted === 0 && argument !== undefined) || extra !== undefined) throw new UsageError(`${verb}: too many arguments`)
+  if (options.tls && verb !== 'up') throw new UsageError(`--tls: only with up (${verb} follows what the state file says)`)
   if (verb === 'up') return up(options)
   const cluster = await LocalCluster.attach(options.root)
   switch (verb) {
@@ -180,7 +199,8 @@ async function run(options: Options): Promise<number> {
       const leaders = statuses.filter((status) => status.role === 'leader').map((status) => status.node)
       if (options.json) {
         const state = cluster.state()
-        process.stdout.write(`${JSON.stringify({ nodes: statuses, leaders, partitioned, proxy: { pid: state.proxyPid ?? 0, up: proxyUp }, managementToken: state.managementToken }, null, 2)}\n`)
+        const tls = state.tls === undefined ? {} : { tls: { caFile: state.tls.caFile, clientCertFile: state.tls.clientCertFile, clientKeyFile: state.tls.clientKeyFile } }
+        process.stdout.write(`${JSON.stringify({ nodes: statuses, leaders, partitioned, proxy: { pid: state.proxyPid ?? 0, up: proxyUp }, managementToken: state.managementToken, ...tls }, null, 2)}\n`)
       } else {
         process.stdout.write(statusTable(statuses, partitioned, proxyUp))
       }

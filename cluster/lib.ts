@@ -14,17 +14,22 @@
  *
  * Process safety: a pid from the state file is signalled only while its command line still names what we started (a
  * node's data dir, the proxy's ready file), so a pid the system has since reused for something else is never touched.
+ *
+ * TLS (`up --tls`): a CA, a server certificate per node and one client certificate are issued into `<root>/tls/`
+ * (keys mode 0600); the nodes link over mutual TLS and serve their API over HTTPS only, asking every client for a
+ * certificate, and this library's own client presents the client certificate. The state file records the files, so
+ * every later verb (from any process) speaks HTTPS. The proxies pass TLS through like any other bytes.
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs'
-import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import type { IncomingHttpHeaders } from 'node:http'
 import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import { join, resolve, sep } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { Client } from '../src/api/index.js'
+import { Client, type TlsOptions } from '../src/api/index.js'
 import type { ProxyReady } from './proxy.js'
 
 const REPO_ROOT = resolve(import.meta.dirname, '..')
@@ -43,11 +48,19 @@ const CLUSTER_READY_MS = 20_000
 /** How long a node gets to stop after SIGTERM before it is killed. */
 const STOP_GRACE_MS = 10_000
 const REQUEST_MS = 2_000
+/** The agents' default datacenter, which their server certificates must name (`server.dc1.warden`). */
+const DATACENTER = 'dc1'
 
 export interface NodeState {
   /** 0 while the node is not running (never started, killed, or stopped by `down`). */
   pid: number
+  /** host:port of plain HTTP; '' when the node serves HTTPS only (a TLS cluster without `plainHttp`). */
   httpAddress: string
+  /** host:port of HTTPS; present exactly when the cluster runs with TLS (`ClusterState.tls`). */
+  httpsAddress?: string
+  /** The node's server certificate and its key (TLS only). */
+  certFile?: string
+  keyFile?: string
   clusterAddress: string
   dataDir: string
   /** Peer name → the proxy address this node dials for that peer. */
@@ -64,6 +77,18 @@ export interface ClusterState {
   proxyControlAddress?: string
   /** Extra agent flags every node was started with; `restart` passes them again. */
   args?: string[]
+  /** Present when the cluster runs with TLS: peer links over mutual TLS, the API over HTTPS with client certificates. */
+  tls?: ClusterTls
+}
+
+/** The files of a TLS cluster, all under `<root>/tls/`; the keys are mode 0600. */
+export interface ClusterTls {
+  caFile: string
+  /** Kept so that a later `up --tls` on the same root issues from the same CA (clients keep trusting it). */
+  caKeyFile: string
+  /** The certificate (and key) clients present: the cluster tool's own, and the one to give `warden` (-client-cert). */
+  clientCertFile: string
+  clientKeyFile: string
 }
 
 export interface NodeStatus {
@@ -79,6 +104,8 @@ export interface NodeStatus {
   appliedIndex: number
   lastContactMs: number
   httpAddress: string
+  /** Set in a TLS cluster (NodeState.httpsAddress). */
+  httpsAddress?: string
   /** The node this one believes leads, '' for none or unknown. */
   leader: string
 }
@@ -97,6 +124,13 @@ export interface UpOptions {
   logs?: (node: string, line: string) => void
   /** Extra flags for every agent (e.g. `--log-level debug`). */
   args?: string[]
+  /**
+   * Issue certificates into `<root>/tls/` and run the nodes with TLS peer links and an HTTPS-only API that requires a
+   * client certificate (plain HTTP off). The CA of an earlier `up --tls` on the same root is used again.
+   */
+  tls?: boolean
+  /** With `tls`: serve plain HTTP as well, on a port of its own (the benchmark compares the two on one node). */
+  plainHttp?: boolean
 }
 
 /** An answer in the shape the cluster tool's callers read (a fetch `Headers`; the body parsed when it is JSON). */
@@ -357,11 +391,14 @@ export class LocalCluster {
         throw new Error(`${root} holds a cluster of ${Object.keys(previous.nodes).join(', ')}: remove it first for a cluster of ${count}`)
       }
     }
+    if (options.plainHttp === true && options.tls !== true) throw new Error('plainHttp: only with tls (without TLS the API is plain HTTP anyway)')
+    const tls = options.tls === true ? await issueCertificates(root, names) : undefined
     const nodes: Record<string, NodeState> = {}
     for (const name of names) {
       nodes[name] = {
         pid: 0,
-        httpAddress: `127.0.0.1:${await freePort()}`,
+        httpAddress: tls === undefined || options.plainHttp === true ? `127.0.0.1:${await freePort()}` : '',
+        ...(tls === undefined ? {} : { httpsAddress: `127.0.0.1:${await freePort()}`, ...tls.nodes[name]! }),
         clusterAddress: `127.0.0.1:${await freePort()}`,
         dataDir: join(root, name),
         proxies: {},
@@ -374,6 +411,7 @@ export class LocalCluster {
       clusterKey: previous?.clusterKey ?? randomBytes(24).toString('hex'),
       root,
       args: options.args ?? [],
+      ...(tls === undefined ? {} : { tls: tls.cluster }),
     })
     // Saved at once: from here on every method reloads the file, which must describe this cluster, not the last one.
     await cluster.save()
@@ -403,13 +441,29 @@ export class LocalCluster {
     return Object.keys(this.current.nodes)
   }
 
+  /** Where this library reaches `node`'s API: `https://host:port` in a TLS cluster, else `http://host:port`. */
+  apiAddress(node: string): string {
+    const spec = this.node(node)
+    return spec.httpsAddress === undefined ? `http://${spec.httpAddress}` : `https://${spec.httpsAddress}`
+  }
+
+  /**
+   * What a client needs to reach a TLS cluster's HTTPS API (the CA, the client certificate and its key, read from the
+   * files now); undefined for a cluster without TLS.
+   */
+  clientTls(): TlsOptions | undefined {
+    const tls = this.current.tls
+    if (tls === undefined) return undefined
+    return { ca: readFileSync(tls.caFile), cert: readFileSync(tls.clientCertFile), key: readFileSync(tls.clientKeyFile) }
+  }
+
   /**
    * A request to one node with the management token (`token: null` for none), with a timeout. Rejects only when no
    * answer came (a ConnectionError from src/api).
    */
   async request(node: string, method: string, path: string, options: { body?: unknown; token?: string | null; timeoutMs?: number } = {}): Promise<ApiResponse> {
-    const address = this.node(node).httpAddress
-    const answer = await this.client(address).request(method, fetchTarget(`http://${address}`, path), {
+    const address = this.apiAddress(node)
+    const answer = await this.client(address, this.current.tls !== undefined).request(method, fetchTarget(address, path), {
       token: options.token === undefined ? this.current.managementToken : options.token,
       ...(options.body === undefined ? {} : { body: options.body }),
       timeoutMs: options.timeoutMs ?? REQUEST_MS,
@@ -650,11 +704,15 @@ export class LocalCluster {
     return body
   }
 
-  /** One client per address, unbounded in sockets as fetch was. */
-  private client(address: string): Client {
+  /**
+   * One client per address, unbounded in sockets as fetch was; `withTls` for a node's HTTPS API (the proxy's control
+   * API is plain HTTP).
+   */
+  private client(address: string, withTls = false): Client {
     let client = this.clients.get(address)
     if (client === undefined) {
-      client = new Client({ address, maxSockets: Infinity })
+      const tls = withTls ? this.clientTls() : undefined
+      client = new Client({ address, maxSockets: Infinity, ...(tls === undefined ? {} : { tls }) })
       this.clients.set(address, client)
     }
     return client
@@ -673,10 +731,28 @@ export class LocalCluster {
       AGENT_CLI, 'agent',
       '--node-name', name,
       '--data-dir', spec.dataDir,
-      '--http-addr', spec.httpAddress,
+      ...this.listenerArgs(name),
       '--cluster-addr', spec.clusterAddress,
       ...peers,
       ...(this.current.args ?? []),
+    ]
+  }
+
+  /** Plain HTTP; or, with TLS, the files, HTTPS asking for client certificates, and plain HTTP off unless kept. */
+  private listenerArgs(name: string): string[] {
+    const spec = this.node(name)
+    const tls = this.current.tls
+    if (tls === undefined) return ['--http-addr', spec.httpAddress]
+    if (spec.httpsAddress === undefined || spec.certFile === undefined || spec.keyFile === undefined) {
+      throw new Error(`${name}: the state file says the cluster runs with TLS but names no HTTPS address or certificate for it`)
+    }
+    return [
+      '--http-addr', spec.httpAddress === '' ? 'off' : spec.httpAddress,
+      '--https-addr', spec.httpsAddress,
+      '--tls-ca-file', tls.caFile,
+      '--tls-cert-file', spec.certFile,
+      '--tls-key-file', spec.keyFile,
+      '--tls-verify-incoming',
     ]
   }
 
@@ -774,7 +850,7 @@ export class LocalCluster {
 
   private async nodeStatus(name: string): Promise<NodeStatus> {
     const spec = this.node(name)
-    const base = { node: name, httpAddress: spec.httpAddress }
+    const base = { node: name, httpAddress: spec.httpAddress, ...(spec.httpsAddress === undefined ? {} : { httpsAddress: spec.httpsAddress }) }
     const unknown = { term: 0, commitIndex: 0, appliedIndex: 0, lastContactMs: 0, leader: '' }
     const state = processState(spec.pid, spec.dataDir)
     if (state === 'gone') return { ...base, up: false, paused: false, role: 'down', ...unknown }
@@ -829,6 +905,43 @@ export class LocalCluster {
     if (viaProxy !== undefined) return viaProxy
     return Object.entries(this.current.nodes).find(([, other]) => other.clusterAddress === address)?.[0] ?? ''
   }
+}
+
+/**
+ * A CA (the one already under `<root>/tls/` when there is one), a server certificate for each node (naming
+ * `server.dc1.warden`, `<node>.server.dc1.warden`, localhost and 127.0.0.1) and a client certificate. The
+ * generator is loaded here, not at the top: it pulls in an X.509 library that clusters without TLS need not load.
+ */
+async function issueCertificates(root: string, names: string[]): Promise<{ cluster: ClusterTls; nodes: Record<string, { certFile: string; keyFile: string }> }> {
+  const { createCa, createCert } = await import('../src/cli/tls/generate.js')
+  const directory = join(root, 'tls')
+  await mkdir(directory, { recursive: true, mode: 0o700 })
+  // The names `warden tls ca create` and `warden tls cert create` give their files.
+  const caFile = join(directory, 'warden-agent-ca.pem')
+  const caKeyFile = join(directory, 'warden-agent-ca-key.pem')
+  const existing = await Promise.all([readFile(caFile, 'utf8'), readFile(caKeyFile, 'utf8')]).then(([cert, key]) => ({ cert, key }), () => undefined)
+  const ca = existing ?? (await createCa())
+  if (existing === undefined) {
+    await writeFile(caFile, ca.cert)
+    await writeKey(caKeyFile, ca.key)
+  }
+  const issue = async (kind: 'server' | 'client', stem: string, node?: string): Promise<{ certFile: string; keyFile: string }> => {
+    const issued = await createCert({ ca: ca.cert, caKey: ca.key, kind, dc: DATACENTER, ...(node === undefined ? {} : { node }) })
+    const files = { certFile: join(directory, `${stem}.pem`), keyFile: join(directory, `${stem}-key.pem`) }
+    await writeFile(files.certFile, issued.cert)
+    await writeKey(files.keyFile, issued.key)
+    return files
+  }
+  const nodes: Record<string, { certFile: string; keyFile: string }> = {}
+  for (const name of names) nodes[name] = await issue('server', `${DATACENTER}-server-warden-${name}`, name)
+  const client = await issue('client', `${DATACENTER}-client-warden`)
+  return { cluster: { caFile, caKeyFile, clientCertFile: client.certFile, clientKeyFile: client.keyFile }, nodes }
+}
+
+/** A private key: mode 0600 whether the file is new or overwritten (writeFile's mode applies only to a new file). */
+async function writeKey(path: string, pem: string): Promise<void> {
+  await writeFile(path, pem, { mode: 0o600 })
+  await chmod(path, 0o600)
 }
 
 async function readState(root: string): Promise<ClusterState> {
