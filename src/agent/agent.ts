@@ -55,7 +55,8 @@ export interface RunningAgent {
  * is the client's business, as in Consul).
  */
 function httpsOptions(material: TlsMaterial, verifyIncoming: boolean): HttpsServerOptions {
-  return { ca: material.ca, cert: material.cert, key: material.key, minVersion: 'TLSv1.2', requestCert: verifyIncoming, rejectUnauthorized: verifyIncoming }
+  // A connection that never finishes its TLS handshake is dropped after 10 s (Node's default is 120 s).
+  return { ca: material.ca, cert: material.cert, key: material.key, minVersion: 'TLSv1.2', requestCert: verifyIncoming, rejectUnauthorized: verifyIncoming, handshakeTimeout: 10_000 }
 }
 
 function loadTls(config: AgentConfig, warnings: ConfigWarning[]): TlsMaterial | undefined {
