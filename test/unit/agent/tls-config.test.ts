@@ -109,7 +109,11 @@ describe('agent/config: TLS and HTTPS settings', function () {
   })
 
   describe('the files', () => {
-    const now = new Date()
+    // Read when each test runs, after before() made the certificates: they are not valid before they were made.
+    let now: Date
+    beforeEach(() => {
+      now = new Date()
+    })
     const problem = (tls: TlsFiles, datacenter = 'dc1'): string => {
       try {
         loadTlsFiles(tls, datacenter, now)
