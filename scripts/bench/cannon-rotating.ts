@@ -6,7 +6,8 @@
  * list. Prints the same JSON result as `autocannon --json`.
  *
  *   node --import tsx scripts/bench/cannon-rotating.ts SPEC.json
- *   SPEC: { url, connections, durationS, timeoutS, method, path, headers, tokens?: string[], paths?: string[] }
+ *   SPEC: { url, connections, durationS, timeoutS, method, path, headers, tokens?: string[], paths?: string[],
+ *           tls?: { caFile, certFile, keyFile } (for an https:// url: the client certificate to present) }
  */
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -21,6 +22,7 @@ interface Spec {
   headers: Record<string, string>
   tokens?: string[]
   paths?: string[]
+  tls?: { caFile: string; certFile: string; keyFile: string }
 }
 
 interface RequestData {
@@ -36,8 +38,10 @@ const specPath = process.argv[2]
 if (specPath === undefined) throw new Error('usage: cannon-rotating.ts SPEC.json')
 const spec = JSON.parse(readFileSync(specPath, 'utf8')) as Spec
 let next = 0
+const tls = spec.tls
 const result = await autocannon({
   url: spec.url,
+  ...(tls === undefined ? {} : { tlsOptions: { ca: readFileSync(tls.caFile), cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } }),
   connections: spec.connections,
   duration: spec.durationS,
   timeout: spec.timeoutS,

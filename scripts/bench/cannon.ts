@@ -23,8 +23,15 @@ export interface CannonRequest {
   body?: string
 }
 
+/** Files for a load over HTTPS: the CA that signed the server's certificate, and the client certificate and its key. */
+export interface CannonTls {
+  caFile: string
+  certFile: string
+  keyFile: string
+}
+
 export interface CannonOptions {
-  /** http://host:port */
+  /** http://host:port or https://host:port (then `tls` names the files). */
   origin: string
   connections: number
   /** Seconds of load; the run also ends after `maxRequests` when that is set. */
@@ -38,6 +45,11 @@ export interface CannonOptions {
   rotateTokens?: string[]
   /** Send each request to the next of these paths (the same counter). */
   rotatePaths?: string[]
+  /**
+   * For an https:// origin: the client presents this certificate. autocannon does not check the server's certificate
+   * (it connects with rejectUnauthorized off); the CA is given anyway.
+   */
+  tls?: CannonTls
 }
 
 export interface CannonResult {
@@ -75,6 +87,8 @@ export async function runCannon(options: CannonOptions, watched: Watched[]): Pro
   if (options.rotateTokens !== undefined || options.rotatePaths !== undefined) return runRotating(options, only, watched)
   const args = ['--json', '-c', String(options.connections), '-d', String(options.durationS), '-t', String(options.timeoutS ?? 20)]
   if (options.maxRequests !== undefined) args.push('-O', String(options.maxRequests))
+  // Paths only: autocannon reads the files itself, and no key goes on a command line.
+  if (options.tls !== undefined) args.push('--ca', options.tls.caFile, '--cert', options.tls.certFile, '--key', options.tls.keyFile)
   if (options.requests.length === 1) {
     args.push('-m', only.method)
     for (const [name, value] of Object.entries(only.headers)) args.push('-H', `${name}=${value}`)
@@ -112,6 +126,7 @@ async function runRotating(options: CannonOptions, request: CannonRequest, watch
     headers: request.headers,
     ...(options.rotateTokens === undefined ? {} : { tokens: options.rotateTokens }),
     ...(options.rotatePaths === undefined ? {} : { paths: options.rotatePaths }),
+    ...(options.tls === undefined ? {} : { tls: options.tls }),
   }
   await writeFile(specPath, JSON.stringify(spec))
   const monitor = new UsageMonitor([...watched]).start()

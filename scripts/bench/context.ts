@@ -3,7 +3,7 @@
  * scratch directory, and `load()`, which runs one autocannon load and records it as a row with every process's
  * resource use.
  */
-import { runCannon, type CannonRequest } from './cannon.js'
+import { runCannon, type CannonRequest, type CannonTls } from './cannon.js'
 import type { Options, Plan } from './options.js'
 import type { Progress } from './progress.js'
 import type { Watched } from './procfs.js'
@@ -34,6 +34,13 @@ export interface LoadSpec {
   rotateTokens?: string[]
   rotatePaths?: string[]
   note?: string
+  /** For an https:// origin: the files of the client certificate (cannon.ts). */
+  tls?: CannonTls
+  /**
+   * false: measured and returned, but not added to the results' rows (a workload that runs a case several times
+   * records one row of its own, the medians). Default true.
+   */
+  record?: boolean
 }
 
 /** One autocannon load, recorded as a row (and returned, with what autocannon said about status codes). */
@@ -48,6 +55,7 @@ export async function load(ctx: BenchContext, spec: LoadSpec): Promise<Row & { s
       ...(spec.maxRequests === undefined ? {} : { maxRequests: spec.maxRequests }),
       ...(spec.rotateTokens === undefined ? {} : { rotateTokens: spec.rotateTokens }),
       ...(spec.rotatePaths === undefined ? {} : { rotatePaths: spec.rotatePaths }),
+      ...(spec.tls === undefined ? {} : { tls: spec.tls }),
     },
     spec.watched,
   )
@@ -64,7 +72,7 @@ export async function load(ctx: BenchContext, spec: LoadSpec): Promise<Row & { s
     processes: usage,
     ...(spec.note === undefined ? {} : { note: spec.note }),
   }
-  ctx.results.rows.push(row)
+  if (spec.record !== false) ctx.results.rows.push(row)
   if (result.errors > 0) {
     const codes = Object.entries(result.statusCodes).map(([code, count]) => `${code}×${count}`).join(' ')
     ctx.progress.note(`  ${spec.system} ${spec.name} c=${spec.connections}: ${result.errors} errors (status codes: ${codes})`)
@@ -75,7 +83,8 @@ export async function load(ctx: BenchContext, spec: LoadSpec): Promise<Row & { s
 /** A short unrecorded load, so the first measured row does not pay for JIT warm-up and LevelDB's first compactions. */
 export async function warmUp(ctx: BenchContext, spec: Omit<LoadSpec, 'workload' | 'system' | 'name' | 'cluster'>): Promise<void> {
   if (ctx.plan.warmupS <= 0) return
-  await runCannon({ origin: spec.origin, connections: spec.connections, durationS: ctx.plan.warmupS, requests: spec.requests, workDir: ctx.workDir }, [])
+  const tls = spec.tls === undefined ? {} : { tls: spec.tls }
+  await runCannon({ origin: spec.origin, connections: spec.connections, durationS: ctx.plan.warmupS, requests: spec.requests, workDir: ctx.workDir, ...tls }, [])
 }
 
 export function sleep(ms: number): Promise<void> {

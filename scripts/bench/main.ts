@@ -5,10 +5,11 @@
  * scripts/bench/results/<date>.json and .svg; a full run (no --quick, no --only) also writes latest.json and
  * latest.svg, the two files that are committed. `--compare etcd` runs the same loads against a three-member etcd.
  *
- * Phases run one system at a time, so that an idle cluster never takes CPU from the one being measured; every
- * process started is stopped at the end, on failure and on Ctrl-C (children.ts).
+ * Phases run one system at a time, so that an idle cluster never takes CPU from the one being measured (except the
+ * links workload, whose four clusters run side by side so that its cases can be interleaved; it reports what the idle
+ * ones took); every process started is stopped at the end, on failure and on Ctrl-C (children.ts).
  *
- *   npm run bench -- [--quick] [--only writes,reads] [--scale [N]] [--compare etcd] [--profile DIR] [--markdown]
+ *   npm run bench -- [--quick] [--only writes,reads] [--scale [N]] [--compare etcd] [--profile DIR] [--markdown] [--rounds N]
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -22,11 +23,12 @@ import { parseOptions, planFor, selected, USAGE, UsageError, type Options, type 
 import { Progress } from './progress.js'
 import { computeRatios, evaluateTargets, renderMarkdown, renderSummary, renderSvg, renderTable } from './report.js'
 import type { Machine, Results } from './results.js'
-import { WardenCluster } from './warden.js'
+import { WardenCluster, type StartOptions } from './warden.js'
 import { wardenAuthorized } from './workload-authorized.js'
 import { holdBaseline, RAISE_ULIMIT, wardenBlocking } from './workload-blocking.js'
 import { wardenCas } from './workload-cas.js'
 import { etcdFailoverTarget, failoverRounds, wardenFailoverTarget } from './workload-failover.js'
+import { wardenLinks } from './workload-links.js'
 import { etcdRanges, koaBaseline, wardenReads } from './workload-reads.js'
 import { wardenScale } from './workload-scale.js'
 import { countFsyncs, etcdPuts, singleNodeWrites, tokenRecordBytes, wardenWrites } from './workload-writes.js'
@@ -89,16 +91,18 @@ function estimateSteps(options: Options, plan: Plan): number {
   if (selected(options, 'cas')) steps += 1
   if (selected(options, 'blocking')) steps += 2
   if (selected(options, 'failover')) steps += plan.failoverRounds + 2
+  if (selected(options, 'links')) steps += 4 + 2 + plan.linksRounds * 6
   if (options.scale !== undefined) steps += 6
   if (options.compareEtcd) steps += 1 + plan.writeConnections.length * 2 + 5 + plan.failoverRounds + 1
   return steps + 4 // cluster starts
 }
 
-async function startWarden(ctx: BenchContext, label: string, nodes: number): Promise<WardenCluster> {
+async function startWarden(ctx: BenchContext, label: string, nodes: number, extra: Pick<StartOptions, 'tls' | 'args'> = {}): Promise<WardenCluster> {
   ctx.progress.step(`starting ${label}`)
   const warden = await WardenCluster.start(label, nodes, {
     ...(ctx.options.profileDir === undefined ? {} : { profileDir: ctx.options.profileDir }),
     viaProxy: ctx.options.viaProxy,
+    ...extra,
   })
   if (nodes === 3 && ctx.valueBytes === DEFAULT_VALUE_BYTES) ctx.valueBytes = await tokenRecordBytes(warden)
   return warden
@@ -161,6 +165,16 @@ async function runPhases(ctx: BenchContext): Promise<void> {
     await fresh.stop()
   }
 
+  if (selected(options, 'links')) {
+    // Four clusters at once, loaded in turn (workload-links.ts): the idle ones only exchange heartbeats and compact.
+    const sealed = await startWarden(ctx, 'warden ×3 sealed links', 3)
+    const tls = await startWarden(ctx, 'warden ×3 TLS links', 3, { tls: true })
+    const unsealed = await startWarden(ctx, 'warden ×3 unsealed links', 3, { args: ['--unsealed-peer-links-for-benchmark'] })
+    const tlsHttps = await startWarden(ctx, 'warden ×3 TLS links, HTTPS', 3, { tls: true })
+    await guard(ctx, 'links', () => wardenLinks(ctx, { sealed, tls, unsealed, tlsHttps }))
+    for (const warden of [sealed, tls, unsealed, tlsHttps]) await warden.stop()
+  }
+
   const scale = options.scale
   if (scale !== undefined && selected(options, 'scale')) {
     const fresh = await startWarden(ctx, 'warden ×3 (scale)', 3)
@@ -186,7 +200,7 @@ async function runPhases(ctx: BenchContext): Promise<void> {
 
 /** Rows grouped by workload in the order the workloads are listed, warden before etcd within each. */
 function sortRows(results: Results): void {
-  const order = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'scale']
+  const order = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'links', 'scale']
   const systemOrder = ['warden', 'etcd', 'koa', 'node']
   results.rows = results.rows
     .map((row, position) => ({ row, position }))

@@ -2,7 +2,7 @@
  * Command line of `npm run bench`. Every workload runs unless --only names some; scale runs only when asked (by
  * --scale or --only scale), since a million tokens take many minutes to load.
  */
-export const WORKLOADS = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'failover', 'scale', 'resolve'] as const
+export const WORKLOADS = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'failover', 'links', 'scale', 'resolve'] as const
 export type WorkloadName = (typeof WORKLOADS)[number]
 
 export interface Options {
@@ -19,6 +19,8 @@ export interface Options {
   markdown: boolean
   /** Keep LocalCluster's link proxies between the nodes (see warden.ts for why they are bypassed by default). */
   viaProxy: boolean
+  /** Rounds of the links workload (each round runs every case once); the plan's default when undefined. */
+  rounds: number | undefined
 }
 
 export interface Plan {
@@ -31,15 +33,19 @@ export interface Plan {
   fsyncWrites: number
   resolveTokens: number
   casS: number
+  /** The links workload: rounds of its cases, interleaved, and the seconds of each load. */
+  linksRounds: number
+  linksLoadS: number
 }
 
-export const USAGE = `npm run bench -- [--quick] [--only NAME[,NAME]] [--scale [N]] [--scale-minutes M] [--compare etcd] [--profile DIR] [--markdown] [--via-proxy]
-  workloads: ${WORKLOADS.join(', ')} (scale only with --scale or --only scale)`
+export const USAGE = `npm run bench -- [--quick] [--only NAME[,NAME]] [--scale [N]] [--scale-minutes M] [--compare etcd] [--profile DIR] [--markdown] [--via-proxy] [--rounds N]
+  workloads: ${WORKLOADS.join(', ')} (scale only with --scale or --only scale)
+  --rounds N: rounds of the links workload (default 5; 3 with --quick)`
 
 export class UsageError extends Error {}
 
 export function parseOptions(argv: string[]): Options {
-  const options: Options = { quick: false, only: undefined, scale: undefined, scaleMinutes: 20, compareEtcd: false, profileDir: undefined, markdown: false, viaProxy: false }
+  const options: Options = { quick: false, only: undefined, scale: undefined, scaleMinutes: 20, compareEtcd: false, profileDir: undefined, markdown: false, viaProxy: false, rounds: undefined }
   for (let n = 0; n < argv.length; n++) {
     const arg = argv[n]
     const value = (): string => {
@@ -85,6 +91,12 @@ export function parseOptions(argv: string[]): Options {
       case '--via-proxy':
         options.viaProxy = true
         break
+      case '--rounds': {
+        const text = value()
+        if (!/^[1-9]\d{0,2}$/.test(text)) throw new UsageError(`--rounds: must be an integer from 1 to 999, not ${JSON.stringify(text)}`)
+        options.rounds = Number(text)
+        break
+      }
       default:
         throw new UsageError(`unknown argument ${JSON.stringify(arg)}`)
     }
@@ -99,7 +111,10 @@ export function selected(options: Options, name: WorkloadName): boolean {
 }
 
 export function planFor(options: Options): Plan {
-  return options.quick
-    ? { loadS: 2, warmupS: 0, writeConnections: [1, 64], authorizedTokens: 1_000, blockingQueries: 1_000, failoverRounds: 2, fsyncWrites: 300, resolveTokens: 1_000, casS: 2 }
-    : { loadS: 10, warmupS: 2, writeConnections: [1, 16, 64, 256], authorizedTokens: 10_000, blockingQueries: 10_000, failoverRounds: 10, fsyncWrites: 2_000, resolveTokens: 10_000, casS: 10 }
+  // The links workload's loads are shorter than the others' in a full run: it runs six cases a round, five rounds,
+  // and on a shared machine medians over more rounds steady its figures more than longer loads would.
+  const plan = options.quick
+    ? { loadS: 2, warmupS: 0, writeConnections: [1, 64], authorizedTokens: 1_000, blockingQueries: 1_000, failoverRounds: 2, fsyncWrites: 300, resolveTokens: 1_000, casS: 2, linksRounds: 3, linksLoadS: 2 }
+    : { loadS: 10, warmupS: 2, writeConnections: [1, 16, 64, 256], authorizedTokens: 10_000, blockingQueries: 10_000, failoverRounds: 10, fsyncWrites: 2_000, resolveTokens: 10_000, casS: 10, linksRounds: 5, linksLoadS: 5 }
+  return options.rounds === undefined ? plan : { ...plan, linksRounds: options.rounds }
 }

@@ -4,7 +4,7 @@
  * throughput and p99, so no plotting dependency is needed).
  */
 import type { ProcessUsage } from './procfs.js'
-import { KOA_SAME_CLIENT, type Ratio, type Results, type Row, type Target } from './results.js'
+import { KOA_SAME_CLIENT, type LinksSummary, type Ratio, type Results, type Row, type Target } from './results.js'
 
 /** The issue's etcd figures on its reference machine, used only when etcd was not measured in this run. */
 const ISSUE_ETCD_PUT_RPS = 3_700
@@ -179,6 +179,7 @@ export function renderSummary(results: Results): string {
     const fsync = results.fsync
     out.push(`fsyncs per write (${fsync.writes} writes, ${fsync.note}): ${fsync.nodes.map((node) => `${node.node}${node.role === 'leader' ? '(L)' : ''} ${node.syncs} = ${node.perWrite}/write`).join(', ')}`)
   }
+  if (results.links !== undefined) out.push(...renderLinks(results.links))
   if (results.tokenResolution !== undefined) {
     const resolution = results.tokenResolution
     out.push(`token resolution (microbenchmark, ${resolution.tokens} tokens): authorizer check ${(resolution.checkNsPerCall / 1000).toFixed(3)} µs; cached resolve + check ${(resolution.cachedResolvePlusCheckNs / 1000).toFixed(3)} µs`)
@@ -202,6 +203,23 @@ export function renderSummary(results: Results): string {
   }
   for (const skipped of results.skipped) out.push(`skipped: ${skipped}`)
   return out.join('\n')
+}
+
+/** The links workload's medians and costs (results.ts LinksSummary), two lines. */
+function renderLinks(links: LinksSummary): string[] {
+  const figure = (key: string, label: string): string => {
+    const item = links.cases[key]
+    if (item === undefined) return `${label} —`
+    return `${label} ${formatNumber(item.rpsMedian)}/s p99 ${formatNumber(item.p99MsMedian)} ms (${formatNumber(item.cpuUsPerRequestMedian)} µs CPU/req)`
+  }
+  const percent = (value: number): string => `${value > 0 ? '+' : ''}${value}%`
+  const rounds = `median of ${links.rounds} interleaved rounds of ${links.loadS} s, ${links.connections} conn`
+  return [
+    `links, token create → leader (${rounds}): ${figure('sealed', 'sealed')}, ${figure('tls', 'TLS')}, ${figure('unsealed', 'unsealed')}, ${figure('tlsHttps', 'TLS + HTTPS')}; ` +
+      `vs unsealed: sealing costs ${percent(links.sealingCostPct)} throughput (${percent(links.sealingCpuCostPct)} CPU/write), TLS ${percent(links.tlsCostPct)} (${percent(links.tlsCpuCostPct)}), TLS + HTTPS ${percent(links.tlsHttpsCostPct)}`,
+    `links, policy read ?stale → follower (${rounds}): ${figure('readHttp', 'HTTP')}, ${figure('readHttps', 'HTTPS')}; HTTPS costs ${percent(links.httpsReadCostPct)} throughput (${percent(links.httpsReadCpuCostPct)} CPU/read); ` +
+      `idle clusters took at most ${links.idleClustersCpuPercentMax}% of a core during a load`,
+  ]
 }
 
 export function renderMarkdown(results: Results): string {

@@ -97,6 +97,45 @@ export interface ScaleSummary {
   notes: string[]
 }
 
+/** One case of the links workload over its rounds. */
+export interface LinksCase {
+  name: string
+  cluster: string
+  rounds: Array<{ rps: number; p50Ms: number; p99Ms: number; errors: number; cpuUsPerRequest: number }>
+  rpsMedian: number
+  p50MsMedian: number
+  p99MsMedian: number
+  /** CPU of the cluster's three nodes per answered request, in µs (their CPU time over the load's requests). */
+  cpuUsPerRequestMedian: number
+}
+
+/**
+ * The links workload (issue 18): token creates at 64 connections to the leader of three clusters that differ only in
+ * their peer links, and `?stale` reads on one follower over HTTP and HTTPS, interleaved round by round. Costs are
+ * medians against the baseline: (1 − case / baseline) × 100 for throughput (positive: slower), (case / baseline − 1)
+ * × 100 for CPU per request (positive: dearer).
+ */
+export interface LinksSummary {
+  rounds: number
+  loadS: number
+  connections: number
+  /** Keyed sealed, tls, unsealed, tlsHttps (writes) and readHttp, readHttps (reads). */
+  cases: Record<string, LinksCase>
+  /** Sealed links vs unsealed. */
+  sealingCostPct: number
+  sealingCpuCostPct: number
+  /** TLS links vs unsealed (writes over plain HTTP on both). */
+  tlsCostPct: number
+  tlsCpuCostPct: number
+  /** TLS links with the writes over HTTPS vs unsealed links with the writes over HTTP. */
+  tlsHttpsCostPct: number
+  /** HTTPS vs HTTP reads on the same follower of the TLS cluster. */
+  httpsReadCostPct: number
+  httpsReadCpuCostPct: number
+  /** The most CPU the idle clusters used together during any load, in percent of one core. */
+  idleClustersCpuPercentMax: number
+}
+
 export interface TokenResolution {
   tokens: number
   checkNsPerCall: number
@@ -144,6 +183,7 @@ export interface Results {
   scale?: ScaleSummary
   tokenResolution?: TokenResolution
   fsync?: FsyncSummary
+  links?: LinksSummary
   ratios: Ratio[]
   targets: Target[]
   skipped: string[]

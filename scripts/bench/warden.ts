@@ -10,6 +10,9 @@
  * for a name overrides the proxy one), and the proxy idles. `viaProxy` keeps the proxies in the path (and reports
  * the proxy's CPU).
  *
+ * With `tls`, the nodes link over mutual TLS and serve HTTPS (client certificates required) beside plain HTTP, which
+ * stays on so that one node can be read both ways (the links workload); the benchmark's own calls use plain HTTP.
+ *
  * With `profileDir`, every agent runs V8's CPU profiler (cpu-profile-hook.mjs, preloaded through NODE_OPTIONS) and
  * writes CPU.<pid>.cpuprofile there when it stops; `pids-<cluster>.json` there says which pid was which node.
  */
@@ -19,6 +22,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { LocalCluster, type ClusterState } from '../../cluster/lib.js'
 import { HTTP_CONNECTIONS_MAX } from '../../src/agent/limits.js'
+import type { CannonTls } from './cannon.js'
 import { registerCleanup, signalIfOurs } from './children.js'
 import { httpCall, keepAliveClients, type ClientPool, type HttpAnswer, type HttpOptions } from './http-client.js'
 import type { Watched } from './procfs.js'
@@ -29,6 +33,15 @@ import type { Watched } from './procfs.js'
  * connections (agent/limits.ts), which still holds.
  */
 const AGENT_ARGS = ['--http-max-conns-per-client', String(HTTP_CONNECTIONS_MAX)]
+
+export interface StartOptions {
+  profileDir?: string
+  viaProxy?: boolean
+  /** TLS peer links and HTTPS beside plain HTTP (cluster/lib.ts `tls` and `plainHttp`). */
+  tls?: boolean
+  /** Agent flags beyond the bench's own (e.g. `--unsealed-peer-links-for-benchmark`). */
+  args?: string[]
+}
 
 export class WardenCluster {
   /** 64 keep-alive sockets to each node at most. */
@@ -50,11 +63,12 @@ export class WardenCluster {
     this.unregister = registerCleanup({ stop: () => this.stop(), killNow: () => this.killNow() })
   }
 
-  static async start(label: string, nodes: number, options: { profileDir?: string; viaProxy?: boolean } = {}): Promise<WardenCluster> {
+  static async start(label: string, nodes: number, options: StartOptions = {}): Promise<WardenCluster> {
     // Not under the repository: the disk is the same, and a crashed run leaves nothing in the working tree.
     const root = await mkdtemp(join(tmpdir(), 'warden-bench-'))
+    const tls = options.tls === true ? { tls: true, plainHttp: true } : {}
     // up() stops what it started when it fails; the root is ours to remove.
-    const cluster = await withProfiling(options.profileDir, () => LocalCluster.up({ nodes, root, args: AGENT_ARGS })).catch(async (error: unknown) => {
+    const cluster = await withProfiling(options.profileDir, () => LocalCluster.up({ nodes, root, args: [...AGENT_ARGS, ...(options.args ?? [])], ...tls })).catch(async (error: unknown) => {
       await rm(root, { recursive: true, force: true })
       throw error
     })
@@ -114,6 +128,20 @@ export class WardenCluster {
 
   origin(node: string): string {
     return `http://${this.address(node)}`
+  }
+
+  /** The node's HTTPS origin, in a cluster started with `tls`. */
+  httpsOrigin(node: string): string {
+    const address = this.cluster.state().nodes[node]?.httpsAddress
+    if (address === undefined) throw new Error(`${this.label}: ${node} serves no HTTPS (start the cluster with tls)`)
+    return `https://${address}`
+  }
+
+  /** The client certificate's files for a load over HTTPS (paths only: autocannon reads them). */
+  cannonTls(): CannonTls {
+    const tls = this.cluster.state().tls
+    if (tls === undefined) throw new Error(`${this.label}: no TLS (start the cluster with tls)`)
+    return { caFile: tls.caFile, certFile: tls.clientCertFile, keyFile: tls.clientKeyFile }
   }
 
   pid(node: string): number {
