@@ -18,11 +18,10 @@
  * handler that throws is a bug and takes the process down (STYLE.md: broken invariants crash the node).
  */
 import { randomInt } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server } from 'node:http'
-import { createServer as createTlsServer, type Server as HttpsServer } from 'node:https'
-import type { AddressInfo, Socket } from 'node:net'
+import type { IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
-import { WebSocket, WebSocketServer } from 'ws'
+import { WebSocket } from 'ws'
 import { assert } from '../lib/assert.js'
 import { Backoff, type BackoffOptions } from '../lib/backoff.js'
 import { BoundedQueue } from '../lib/bounded-queue.js'
@@ -34,6 +33,7 @@ import { ADDRESS_CHARS_MAX, encodeFrame, HANDSHAKE_FRAME_BYTES_MAX, isDatacenter
 import { ACCEPT_KEYS_MAX, ClusterKeys } from './handshake.js'
 import { CloseCode, Link, type LinkHost } from './link.js'
 import { addressGroup, PendingConnections } from './pending.js'
+import { PeerListener, type Route } from './listener.js'
 import { SEAL_TAG_BYTES } from './seal.js'
 import { PEER_TLS_VERSION, type PeerTlsMaterial } from './tls.js'
 import { serverName } from '../lib/tls-names.js'
@@ -70,8 +70,13 @@ export interface TransportOptions {
    * Such a node links only with nodes as unsealed as itself. Ignored with tls.
    */
   unsealedForBenchmark?: boolean
-  /** Port 0 picks a free port; the bound one is `PeerTransport.address`. */
-  listen: { host: string; port: number }
+  /**
+   * Where to listen, on a port of this transport's own (port 0 picks a free port; the bound one is
+   * `PeerTransport.address`). Or `listener`: a cluster port shared with the transports of other kinds of link, which
+   * then also decides TLS (its `tls`, not this one's) and which the caller stops after the transports.
+   */
+  listen?: { host: string; port: number }
+  listener?: PeerListener
   /** Node name to the host:port to dial it at (which may be a proxy in front of it). This node's own name is ignored. */
   peers: Map<string, string>
   /** Largest frame sent or accepted (the WebSocket maxPayload). Default 8 MiB. */
@@ -155,8 +160,6 @@ const MiB = 1024 * 1024
 const SOCKET_BUFFERED_BYTES_MAX_MIN = 16 * 1024
 /** Bytes an accepted connection may send after its upgrade and before its proof: a few handshake frames, with room. */
 const PROOF_BYTES_MAX = 16 * HANDSHAKE_FRAME_BYTES_MAX
-/** TCP connections beyond the expected links (two per peer while a duplicate is resolved) and pending handshakes. */
-const CONNECTIONS_SLACK = 16
 
 interface OutFrame {
   bytes: Buffer
@@ -194,26 +197,15 @@ interface PendingRequest {
   writtenOn: Link | undefined
 }
 
-export class PeerTransport {
+export class PeerTransport implements Route {
   readonly address: { host: string; port: number }
   private readonly peers = new Map<string, Peer>()
   /** Every link not yet closed, in any state: what stop() must close. Bounded by the server's maxConnections. */
   private readonly links = new Set<Link>()
   /** Inbound links still in their handshake. Invariant: size <= handshakesPendingMax (see pending.ts for who goes). */
   private readonly inboundHandshakes: PendingConnections<Link>
-  /**
-   * Accepted sockets not yet part of an authenticated link (no upgrade yet, or a handshake under way). Invariant:
-   * size <= handshakesPendingMax + CONNECTIONS_SLACK. At the bound the oldest of the address holding the most goes
-   * (pending.ts), so a flood of idle or churning connections evicts its own and never a real peer's.
-   */
-  private readonly unauthenticated: PendingConnections<Socket>
-  /** An accepted link's TCP socket: the one `unauthenticated` holds (under TLS, not the TLS socket a request has). */
+  /** An accepted link's socket, released from the listener's pending bound once the link proves the key. */
   private readonly socketOf = new Map<Link, Socket>()
-  /**
-   * Accepted TCP sockets by their remote address and port, while open: how an accepted TLS socket finds the TCP
-   * socket under it (unique per connection to one listener). Bounded by the server's maxConnections.
-   */
-  private readonly tcpSockets = new Map<string, Socket>()
   /** Stops counting what an accepted link's socket sent before it proved the key (countBeforeProof). */
   private readonly stopCounting = new Map<Link, () => void>()
   /** Invariant: size <= requestsInFlightMax. */
@@ -230,8 +222,6 @@ export class PeerTransport {
   private readonly host: LinkHost
   /** Bounds the warning about dropped pending handshakes (anyone reaching the peer port can cause it). */
   private readonly pendingWarnings = new LogLimiter()
-  /** The certificates links are made with, when they run over TLS; replaced by reloadTls for the next ones. */
-  private tlsMaterial: PeerTlsMaterial | undefined
   /** Bounds the warning about a peer skipped for its address: setPeers runs again on every membership change. */
   private readonly peerWarnings = new LogLimiter()
 
@@ -240,15 +230,14 @@ export class PeerTransport {
     advertiseAddress: string,
     identity: { datacenter: string; linkKind: LinkKind; keys: ClusterKeys | undefined; tls: boolean; unsealed: boolean },
     private readonly settings: Settings,
-    private readonly server: Server | HttpsServer,
-    private readonly wss: WebSocketServer,
+    private readonly listener: PeerListener,
+    /** Whether this transport started the listener, and so stops it. */
+    private readonly ownsListener: boolean,
     private readonly log: Logger,
     private readonly random: () => number,
   ) {
-    const bound = server.address() as AddressInfo
-    this.address = { host: bound.address, port: bound.port }
+    this.address = listener.address
     this.inboundHandshakes = new PendingConnections(settings.handshakesPendingMax)
-    this.unauthenticated = new PendingConnections(settings.handshakesPendingMax + CONNECTIONS_SLACK)
     this.host = {
       nodeName,
       advertiseAddress,
@@ -290,54 +279,24 @@ export class PeerTransport {
     const keys = options.clusterKey === undefined ? undefined : new ClusterKeys(options.clusterKey, acceptKeys)
     const log = transportLogger(options.log, options.nodeName)
 
-    // An HTTP server of our own (rather than ws's) so that stop() can close connections that never upgraded, and
-    // so that a connection that sends no upgrade request is dropped after the handshake timeout, not Node's 60 s.
-    const serverOptions = {
-      headersTimeout: settings.handshakeTimeoutMs,
-      requestTimeout: settings.handshakeTimeoutMs,
-      connectionsCheckingInterval: Math.min(1000, settings.handshakeTimeoutMs),
-    }
-    const refuseHttp = (_request: IncomingMessage, response: import('node:http').ServerResponse): void => {
-      response.writeHead(426, { connection: 'close' }).end()
-    }
-    // Over TLS a dialer must present a certificate the CA signed (OpenSSL checks its chain and clientAuth purpose);
-    // its name is checked in the handshake, against the datacenter it states (tls.ts).
-    const server =
-      options.tls === undefined
-        ? createServer(serverOptions, refuseHttp)
-        : createTlsServer({ ...serverOptions, ...tlsServerOptions(options.tls), handshakeTimeout: settings.handshakeTimeoutMs }, refuseHttp)
-    // An absolute ceiling; below it, unauthenticated connections are bounded oldest-first (onConnection).
-    server.maxConnections = 4 * (settings.handshakesPendingMax + CONNECTIONS_SLACK)
-    const wss = new WebSocketServer({
-      server,
-      path: PEER_PATH,
-      // A sealed frame is its plaintext (at most frameBytesMax) and a tag.
-      maxPayload: settings.frameBytesMax + SEAL_TAG_BYTES,
-      // Compression would let a small frame inflate past what maxPayload was meant to bound, and costs CPU per frame.
-      perMessageDeflate: false,
-      // The transport tracks its own links; ws's set would be a second, unbounded-by-us copy.
-      clientTracking: false,
-    })
-    wss.on('error', (error) => log.error({ err: error }, 'peer listener error'))
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(options.listen.port, options.listen.host, () => {
-        server.off('error', reject)
-        resolve()
-      })
-    })
+    if ((options.listen === undefined) === (options.listener === undefined)) throw new InvalidInputError('listen', 'give either listen or listener')
+    const listener =
+      options.listener ??
+      (await PeerListener.start({
+        listen: options.listen!,
+        ...(options.tls === undefined ? {} : { tls: options.tls }),
+        handshakeTimeoutMs: settings.handshakeTimeoutMs,
+        handshakesPendingMax: settings.handshakesPendingMax,
+        log,
+      }))
     const random = options.random ?? cryptoRandom
-    const unsealed = options.tls === undefined && options.unsealedForBenchmark === true
-    const identity = { datacenter: options.datacenter, linkKind, keys, tls: options.tls !== undefined, unsealed }
-    const transport = new PeerTransport(options.nodeName, options.advertiseAddress, identity, settings, server, wss, log, random)
-    transport.tlsMaterial = options.tls
-    server.on('connection', (socket: Socket) => transport.onConnection(socket))
-    // A TLS handshake refused (no certificate, another CA, a client-only certificate): a failed handshake like any other.
-    server.on('tlsClientError', (error: Error & { code?: string }, socket: Socket) => transport.onTlsError(error, socket))
-    wss.on('connection', (ws, request) => transport.accept(ws, request))
+    const unsealed = !listener.tls && options.unsealedForBenchmark === true
+    const identity = { datacenter: options.datacenter, linkKind, keys, tls: listener.tls, unsealed }
+    const transport = new PeerTransport(options.nodeName, options.advertiseAddress, identity, settings, listener, options.listener === undefined, log, random)
+    listener.route(PEER_PATH, transport)
     const listening = { address: transport.address, advertiseAddress: options.advertiseAddress, datacenter: options.datacenter, linkKind, acceptKeys: acceptKeys.length }
     if (unsealed) log.warn(listening, 'peer transport listening with UNSEALED links: anyone on the path can read and forge frames; for benchmarks only')
-    else log.info(listening, options.tls === undefined ? 'peer transport listening (links sealed)' : 'peer transport listening (links over TLS 1.3)')
+    else log.info(listening, listener.tls ? 'peer transport listening (links over TLS 1.3)' : 'peer transport listening (links sealed)')
     try {
       transport.setPeers(options.peers)
     } catch (error) {
@@ -352,9 +311,17 @@ export class PeerTransport {
    * were made with until they close, as a TLS session cannot change its certificate.
    */
   reloadTls(material: PeerTlsMaterial): void {
-    assert(this.tlsMaterial !== undefined && 'setSecureContext' in this.server, 'reloadTls on a transport whose links are not over TLS')
-    this.server.setSecureContext(tlsServerOptions(material))
-    this.tlsMaterial = material
+    this.listener.reloadTls(material)
+  }
+
+  /** Route: the largest WebSocket message: a sealed frame is its plaintext (at most frameBytesMax) and a tag. */
+  get maxPayload(): number {
+    return this.settings.frameBytesMax + SEAL_TAG_BYTES
+  }
+
+  /** Route: two connections per peer while a duplicate link is resolved. */
+  expectedConnections(): number {
+    return 2 * this.peers.size
   }
 
   /** Handlers are replaced, not added: there is one driver. */
@@ -449,7 +416,7 @@ export class PeerTransport {
       if (peer === undefined) this.addPeer(name, address)
       else if (peer.address !== address) this.readdress(peer, address)
     }
-    this.server.maxConnections = 2 * this.peers.size + 4 * (this.settings.handshakesPendingMax + CONNECTIONS_SLACK)
+    this.listener.updateMaxConnections()
   }
 
   stats(): TransportStats {
@@ -471,7 +438,8 @@ export class PeerTransport {
       peers,
       linksOpen: [...this.links].filter((link) => link.state === 'open').length,
       handshakesPending: this.inboundHandshakes.size,
-      handshakesFailed: this.handshakesFailed,
+      // TLS refusals come before any path: on a shared port they count for every kind of link.
+      handshakesFailed: this.handshakesFailed + this.listener.tlsHandshakesFailed,
       framesOversized: this.framesOversized,
       framesRejected: this.framesRejected,
       requestsInFlight: this.requests.size,
@@ -495,11 +463,8 @@ export class PeerTransport {
     for (const link of links) link.close(CloseCode.stopping, 'stopping')
     // Each link destroys its socket after a short grace if the peer does not answer the close, so this is bounded.
     await Promise.all(links.map((link) => link.closed))
-    await new Promise<void>((resolve) => this.wss.close(() => resolve()))
-    const serverClosed = new Promise<void>((resolve) => this.server.close(() => resolve()))
-    // Connections that never sent an upgrade request would otherwise hold server.close() open.
-    this.server.closeAllConnections()
-    await serverClosed
+    this.listener.unroute(PEER_PATH)
+    if (this.ownsListener) await this.listener.stop()
     this.log.info('peer transport stopped')
   }
 
@@ -551,7 +516,7 @@ export class PeerTransport {
   private dial(peer: Peer): void {
     peer.dialTimer = undefined
     if (this.stopping !== undefined || peer.link !== undefined || peer.dialing !== undefined || this.peers.get(peer.name) !== peer) return
-    const tls = this.tlsMaterial
+    const tls = this.listener.tlsMaterial
     const ws = new WebSocket(`${tls === undefined ? 'ws' : 'wss'}://${peer.address}${PEER_PATH}`, {
       maxPayload: this.settings.frameBytesMax + SEAL_TAG_BYTES,
       perMessageDeflate: false,
@@ -580,46 +545,24 @@ export class PeerTransport {
     }
   }
 
-  /** The TLS handshake of an accepted connection failed: counted, and a warning at most once per reason and interval. */
-  private onTlsError(error: Error & { code?: string }, socket: Socket): void {
-    this.handshakesFailed += 1
-    const remoteAddress = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`
-    const reason = error.code ?? error.message
-    this.host.warnings.warn(this.log, `tls ${reason}`, { remoteAddress, reason }, 'peer TLS handshake refused')
-  }
-
   private scheduleDial(peer: Peer): void {
     if (this.stopping !== undefined || peer.link !== undefined || peer.dialing !== undefined || peer.dialTimer !== undefined) return
     peer.dialTimer = setTimeout(() => this.dial(peer), peer.backoff.next())
   }
 
-  /** A new TCP connection to the peer port: beyond the bound, one unauthenticated connection goes (pending.ts). */
-  private onConnection(socket: Socket): void {
-    const remote = remoteKey(socket)
-    this.tcpSockets.set(remote, socket)
-    socket.once('close', () => {
-      this.unauthenticated.delete(socket)
-      if (this.tcpSockets.get(remote) === socket) this.tcpSockets.delete(remote)
-    })
-    const evicted = this.unauthenticated.add(socket, addressGroup(socket.remoteAddress))
-    if (evicted === undefined) return
-    this.warnPending(`${evicted.remoteAddress ?? '?'}:${evicted.remotePort ?? '?'}`)
-    evicted.destroy()
-  }
-
-  private accept(ws: WebSocket, request: IncomingMessage): void {
+  /** Route: an upgraded connection on this kind's path; its handshake starts. */
+  accept(ws: WebSocket, request: IncomingMessage): void {
     const remoteAddress = `${request.socket.remoteAddress ?? '?'}:${request.socket.remotePort ?? '?'}`
     if (this.stopping !== undefined) return ws.terminate()
     const link = new Link(ws, 'acceptor', remoteAddress, this.host, undefined, request.socket)
     this.links.add(link)
-    // Beyond the bound one handshake goes, for the reason given at `unauthenticated`.
+    // Beyond the bound one handshake goes, the oldest of the busiest address (pending.ts).
     const evicted = this.inboundHandshakes.add(link, addressGroup(request.socket.remoteAddress))
     if (evicted !== undefined) {
-      this.warnPending(evicted.remoteAddress)
+      this.listener.warnPending(evicted.remoteAddress)
       evicted.terminate()
     }
-    // Under TLS, the TCP socket under the TLS one is what `unauthenticated` holds: the one to release once proven.
-    this.socketOf.set(link, this.tcpSockets.get(remoteKey(request.socket)) ?? request.socket)
+    this.socketOf.set(link, request.socket)
     this.stopCounting.set(link, this.countBeforeProof(request.socket, remoteAddress))
   }
 
@@ -642,11 +585,6 @@ export class PeerTransport {
     return () => socket.off('data', count)
   }
 
-  private warnPending(remoteAddress: string): void {
-    const { handshakesPendingMax } = this.settings
-    this.pendingWarnings.warn(this.log, 'too many pending handshakes', { remoteAddress, handshakesPendingMax }, 'too many pending peer handshakes, dropping the oldest of the busiest address')
-  }
-
   /**
    * Which link of a pair to keep, decided the same way at both ends so they keep the same one: the link dialed by
    * the node with the lower name wins. Between two links dialed the same way, the newer wins: the older is then
@@ -664,7 +602,7 @@ export class PeerTransport {
   private onOpen(link: Link): void {
     this.inboundHandshakes.delete(link)
     const socket = this.socketOf.get(link)
-    if (socket !== undefined) this.unauthenticated.delete(socket)
+    if (socket !== undefined) this.listener.authenticated(socket)
     this.socketOf.delete(link)
     this.stopCounting.get(link)?.()
     this.stopCounting.delete(link)
@@ -944,16 +882,4 @@ function cryptoRandom(): number {
   return randomInt(2 ** 47) / 2 ** 47
 }
 
-/**
- * The acceptor's TLS options: its certificate, the CA every dialer's certificate must chain to, TLS 1.3, and a
- * certificate required of every dialer (requestCert with rejectUnauthorized: a dialer without one, or with one of
- * another CA, fails the TLS handshake before it can send a byte of WebSocket).
- */
-function tlsServerOptions(material: PeerTlsMaterial): { ca: Buffer; cert: Buffer; key: Buffer; minVersion: 'TLSv1.3'; requestCert: true; rejectUnauthorized: true } {
-  return { ca: material.ca, cert: material.cert, key: material.key, minVersion: PEER_TLS_VERSION, requestCert: true, rejectUnauthorized: true }
-}
 
-/** A connection's remote address and port, the key of `tcpSockets`. */
-function remoteKey(socket: Socket): string {
-  return `${socket.remoteAddress ?? '?'}|${socket.remotePort ?? '?'}`
-}
