@@ -29,7 +29,18 @@ import { clusterAddressProblem } from '../lib/cluster-address.js'
 import { errorFromWire, InvalidInputError, WardenError, type WireError } from '../lib/errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
 import { TransportError, type Delivery, type TransportErrorCode } from './errors.js'
-import { ADDRESS_CHARS_MAX, encodeFrame, HANDSHAKE_FRAME_BYTES_MAX, isDatacenter, isNodeName, type DataFrame, type LinkKind } from './frames.js'
+import {
+  ADDRESS_CHARS_MAX,
+  datacenterOfWanName,
+  encodeFrame,
+  HANDSHAKE_FRAME_BYTES_MAX,
+  isDatacenter,
+  isNodeName,
+  LINK_KINDS,
+  LINK_PATHS,
+  type DataFrame,
+  type LinkKind,
+} from './frames.js'
 import { ACCEPT_KEYS_MAX, ClusterKeys } from './handshake.js'
 import { CloseCode, Link, type LinkHost } from './link.js'
 import { addressGroup, PendingConnections } from './pending.js'
@@ -39,7 +50,7 @@ import { PEER_TLS_VERSION, type PeerTlsMaterial } from './tls.js'
 import { serverName } from '../lib/tls-names.js'
 
 /** The HTTP path of the peer endpoint; any other upgrade request is answered 400 by ws. */
-export const PEER_PATH = '/warden/peer/v1'
+export const PEER_PATH = LINK_PATHS.raft
 
 export interface TransportOptions {
   nodeName: string
@@ -47,6 +58,13 @@ export interface TransportOptions {
   advertiseAddress: string
   /** This node's datacenter, carried (and proven) in the handshake: a Raft link refuses a peer of another. */
   datacenter: string
+  /**
+   * For 'wan' links: the most peers this node links with (its own datacenter's servers included). The peer set of
+   * a WAN transport is open: any server that proves the key (and, under TLS, holds a server certificate of the
+   * datacenter its NODE.DC name says) is adopted as a peer while there is room, and `introduce` dials an address
+   * without knowing whom it will reach. Default 512.
+   */
+  peersMax?: number
   /** The kind of link this transport serves and dials (frames.ts LinkKind). Default 'raft'. */
   linkKind?: LinkKind
   /**
@@ -149,6 +167,7 @@ interface Settings {
   handshakesPendingMax: number
   handshakeTimeoutMs: number
   keepaliveIntervalMs: number
+  peersMax: number
   backoff: BackoffOptions
 }
 
@@ -208,6 +227,8 @@ export class PeerTransport implements Route {
   private readonly socketOf = new Map<Link, Socket>()
   /** Stops counting what an accepted link's socket sent before it proved the key (countBeforeProof). */
   private readonly stopCounting = new Map<Link, () => void>()
+  /** WAN dials by address (introduce) not yet settled: settled when the link opens or closes. */
+  private readonly introductions = new Map<Link, { resolve: (name: string) => void; reject: (error: Error) => void }>()
   /** Invariant: size <= requestsInFlightMax. */
   private readonly requests = new Map<number, PendingRequest>()
   private requestIdNext = 1
@@ -246,7 +267,7 @@ export class PeerTransport implements Route {
       keepaliveIntervalMs: settings.keepaliveIntervalMs,
       log,
       warnings: new LogLimiter(),
-      isPeer: (name) => this.peers.has(name),
+      isPeer: (name) => this.admits(name),
       shouldKeep: (link) => this.shouldKeep(link),
       onOpen: (link) => this.onOpen(link),
       onFrame: (link, frame) => this.onFrame(link, frame),
@@ -265,7 +286,10 @@ export class PeerTransport implements Route {
     if (options.clusterKey === '') throw new InvalidInputError('clusterKey', 'must not be empty')
     if (!isDatacenter(options.datacenter)) throw new InvalidInputError('datacenter', 'must be a string of 1 to 64 characters')
     const linkKind = options.linkKind ?? 'raft'
-    if (linkKind !== 'raft') throw new InvalidInputError('linkKind', "must be 'raft'")
+    if (!LINK_KINDS.includes(linkKind)) throw new InvalidInputError('linkKind', `must be one of ${LINK_KINDS.join(', ')}`)
+    if (linkKind === 'wan' && datacenterOfWanName(options.nodeName) !== options.datacenter) {
+      throw new InvalidInputError('nodeName', `a wan link's node name must be NODE.${options.datacenter}`)
+    }
     const acceptKeys = options.acceptKeys ?? []
     if (acceptKeys.length > ACCEPT_KEYS_MAX) throw new InvalidInputError('acceptKeys', `must hold at most ${ACCEPT_KEYS_MAX} keys`)
     if (acceptKeys.some((key) => typeof key !== 'string' || key === '')) throw new InvalidInputError('acceptKeys', 'must not hold an empty key')
@@ -293,7 +317,7 @@ export class PeerTransport implements Route {
     const unsealed = !listener.tls && options.unsealedForBenchmark === true
     const identity = { datacenter: options.datacenter, linkKind, keys, tls: listener.tls, unsealed }
     const transport = new PeerTransport(options.nodeName, options.advertiseAddress, identity, settings, listener, options.listener === undefined, log, random)
-    listener.route(PEER_PATH, transport)
+    listener.route(LINK_PATHS[linkKind], transport)
     const listening = { address: transport.address, advertiseAddress: options.advertiseAddress, datacenter: options.datacenter, linkKind, acceptKeys: acceptKeys.length }
     if (unsealed) log.warn(listening, 'peer transport listening with UNSEALED links: anyone on the path can read and forge frames; for benchmarks only')
     else log.info(listening, listener.tls ? 'peer transport listening (links over TLS 1.3)' : 'peer transport listening (links sealed)')
@@ -463,12 +487,12 @@ export class PeerTransport implements Route {
     for (const link of links) link.close(CloseCode.stopping, 'stopping')
     // Each link destroys its socket after a short grace if the peer does not answer the close, so this is bounded.
     await Promise.all(links.map((link) => link.closed))
-    this.listener.unroute(PEER_PATH)
+    this.listener.unroute(LINK_PATHS[this.host.linkKind])
     if (this.ownsListener) await this.listener.stop()
     this.log.info('peer transport stopped')
   }
 
-  private addPeer(name: string, address: string): void {
+  private addPeer(name: string, address: string, options: { dial: boolean } = { dial: true }): Peer {
     const sizeOf = (frame: OutFrame): number => frame.bytes.length
     const peer: Peer = {
       name,
@@ -485,7 +509,18 @@ export class PeerTransport implements Route {
     }
     this.peers.set(name, peer)
     this.log.info({ peer: name, address }, 'peer added')
-    this.dial(peer)
+    if (options.dial) this.dial(peer)
+    return peer
+  }
+
+  /**
+   * Whether `name` may have a link: a peer, or on a WAN transport any NODE.DC name while there is room (the key,
+   * and under TLS the certificate, are proven before the link opens).
+   */
+  private admits(name: string): boolean {
+    if (this.peers.has(name)) return true
+    if (this.host.linkKind !== 'wan' || name === this.nodeName || !isNodeName(name) || datacenterOfWanName(name) === undefined) return false
+    return this.peers.size < this.settings.peersMax
   }
 
   private removePeer(peer: Peer): void {
@@ -516,16 +551,37 @@ export class PeerTransport implements Route {
   private dial(peer: Peer): void {
     peer.dialTimer = undefined
     if (this.stopping !== undefined || peer.link !== undefined || peer.dialing !== undefined || this.peers.get(peer.name) !== peer) return
+    const link = new Link(this.connect(peer.address), 'dialer', peer.address, this.host, peer.name)
+    peer.dialing = link
+    this.links.add(link)
+  }
+
+  private connect(address: string): WebSocket {
     const tls = this.listener.tlsMaterial
-    const ws = new WebSocket(`${tls === undefined ? 'ws' : 'wss'}://${peer.address}${PEER_PATH}`, {
+    return new WebSocket(`${tls === undefined ? 'ws' : 'wss'}://${address}${LINK_PATHS[this.host.linkKind]}`, {
       maxPayload: this.settings.frameBytesMax + SEAL_TAG_BYTES,
       perMessageDeflate: false,
       handshakeTimeout: this.settings.handshakeTimeoutMs,
       ...(tls === undefined ? {} : this.tlsDialOptions(tls)),
     })
-    const link = new Link(ws, 'dialer', peer.address, this.host, peer.name)
-    peer.dialing = link
-    this.links.add(link)
+  }
+
+  /**
+   * WAN links only: dials `address` without knowing whom it will reach (`--join-wan`), and resolves with the name of
+   * the server that answered once it is a peer with an open link (this one, or one it already had). Rejects when the
+   * dial fails or the handshake is refused; the caller retries. A server adopted this way is dialed again at this
+   * address after a loss, like any peer.
+   */
+  introduce(address: string): Promise<string> {
+    assert(this.host.linkKind === 'wan', 'introduce on a transport whose links are not wan links')
+    return new Promise((resolve, reject) => {
+      if (this.stopping !== undefined) return reject(new TransportError('stopped', address, 'no', 'the transport is stopped'))
+      const problem = clusterAddressProblem(address)
+      if (problem !== undefined) return reject(new InvalidInputError('address', problem))
+      const link = new Link(this.connect(address), 'dialer', address, this.host)
+      this.links.add(link)
+      this.introductions.set(link, { resolve, reject })
+    })
   }
 
   /**
@@ -593,6 +649,8 @@ export class PeerTransport implements Route {
   private shouldKeep(candidate: Link): boolean {
     const name = candidate.peer
     const peer = name === undefined ? undefined : this.peers.get(name)
+    // A WAN server not yet a peer is adopted when its link opens (onOpen), if there is room.
+    if (this.stopping === undefined && name !== undefined && peer === undefined && this.admits(name)) return true
     if (this.stopping !== undefined || name === undefined || peer === undefined) return false
     if (peer.link === undefined) return true
     const preferred = (link: Link): boolean => (link.role === 'dialer' ? this.nodeName < name : name < this.nodeName)
@@ -606,8 +664,17 @@ export class PeerTransport implements Route {
     this.socketOf.delete(link)
     this.stopCounting.get(link)?.()
     this.stopCounting.delete(link)
-    const peer = this.peers.get(link.peer!)
-    assert(peer !== undefined, 'a link opened for a node outside the peer set')
+    const introduction = this.introductions.get(link)
+    this.introductions.delete(link)
+    let peer = this.peers.get(link.peer!)
+    if (peer === undefined) {
+      // A WAN server adopted (shouldKeep admitted it): dialed again after a loss at the address we reached it on, or
+      // the one it advertised when it dialed us.
+      assert(this.host.linkKind === 'wan', 'a link opened for a node outside the peer set')
+      peer = this.addPeer(link.peer!, link.role === 'dialer' ? link.remoteAddress : (link.peerAdvertiseAddress ?? link.remoteAddress), { dial: false })
+      this.listener.updateMaxConnections()
+    }
+    introduction?.resolve(peer.name)
     if (peer.dialing === link) peer.dialing = undefined
     const previous = peer.link ?? peer.handover
     const handedOver = peer.link === undefined
@@ -630,6 +697,14 @@ export class PeerTransport implements Route {
   }
 
   private onClose(link: Link): void {
+    const introduction = this.introductions.get(link)
+    if (introduction !== undefined) {
+      this.introductions.delete(link)
+      // Refused as a duplicate of a link we already have with that server: introduced all the same.
+      const known = link.peer === undefined ? undefined : this.peers.get(link.peer)
+      if (link.closeCode === CloseCode.duplicate && known?.link !== undefined) introduction.resolve(known.name)
+      else introduction.reject(new TransportError('disconnected', link.remoteAddress, 'no', `no link with the server at ${link.remoteAddress} (close code ${link.closeCode ?? '?'})`))
+    }
     this.links.delete(link)
     this.inboundHandshakes.delete(link)
     this.socketOf.delete(link)
@@ -841,6 +916,7 @@ function resolveSettings(options: TransportOptions): Settings {
     handshakesPendingMax: options.handshakesPendingMax ?? 32,
     handshakeTimeoutMs: options.handshakeTimeoutMs ?? 5000,
     keepaliveIntervalMs: options.keepaliveIntervalMs ?? 1000,
+    peersMax: options.peersMax ?? 512,
     backoff: { initialMs: 50, maxMs: 2000, jitter: 0.5, ...options.backoff },
   }
   for (const [field, value] of Object.entries(settings)) {
