@@ -137,6 +137,13 @@ export class Link {
   private lastReceivedAtMs = performance.now()
   private handshakeTimer: NodeJS.Timeout | undefined
   private keepaliveTimer: NodeJS.Timeout | undefined
+  /** When the unanswered keepalive ping left, if one is out. */
+  private pingSentAtMs: number | undefined
+  /**
+   * The round-trip time of this link, smoothed (RFC 6298's 1/8 gain) over keepalive pings and their pongs, in ms;
+   * undefined before the first pong. What datacenters are ordered by (Consul lists them by round-trip time).
+   */
+  rttMs: number | undefined
   private closeTimer: NodeJS.Timeout | undefined
   /** Closing, but still delivering data frames (see close). Only ever set on an open link. */
   private draining = false
@@ -162,7 +169,7 @@ export class Link {
     this.closed = new Promise((resolve) => (this.resolveClosed = resolve))
     this.handshakeTimer = setTimeout(() => this.onHandshakeTimeout(), host.handshakeTimeoutMs)
     ws.on('message', (data, isBinary) => this.onData(data, isBinary))
-    ws.on('pong', () => this.touch())
+    ws.on('pong', () => this.onPong())
     ws.on('ping', () => this.touch())
     ws.on('close', (code, reason) => this.onSocketClose(code, reason))
     // ws emits 'close' after every error, which does the work. Refused dials and resets are routine (debug); a
@@ -478,7 +485,17 @@ export class Link {
       this.terminate()
       return
     }
+    // One ping timed at a time: a pong answers the oldest ping, and an unanswered one is not timed at all.
+    if (this.pingSentAtMs === undefined) this.pingSentAtMs = performance.now()
     this.ws.ping()
+  }
+
+  private onPong(): void {
+    this.touch()
+    if (this.pingSentAtMs === undefined) return
+    const sample = performance.now() - this.pingSentAtMs
+    this.pingSentAtMs = undefined
+    this.rttMs = this.rttMs === undefined ? sample : this.rttMs + (sample - this.rttMs) / 8
   }
 
   private touch(): void {

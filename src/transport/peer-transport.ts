@@ -137,6 +137,8 @@ export interface PeerStats {
   framesDropped: number
   /** Sealed frames from this peer's links that failed to open (each closed its link). */
   framesRejected: number
+  /** The open link's smoothed round-trip time in ms (keepalive pings); undefined before its first pong. */
+  rttMs: number | undefined
 }
 
 export interface TransportStats {
@@ -456,6 +458,7 @@ export class PeerTransport implements Route {
         socketBufferedBytes: peer.link?.bufferedBytes ?? 0,
         framesDropped: peer.framesDropped,
         framesRejected: peer.framesRejected,
+        rttMs: peer.link?.rttMs,
       })
     }
     return {
