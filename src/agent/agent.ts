@@ -202,6 +202,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     oidcStates: OidcStateSealer.create(config.clusterKey),
     audit,
     rateLimiter: new RateLimiter(config.limits.rates, log.child({ module: 'http', limiter: 'rate' })),
+    datacenters: () => started.datacenters(),
   })
   const reaper = new TokenReaper(state, replica, { intervalMs: 1_000, batchSizeMax: 4_096, now, log: log.child({ module: 'token-reaper' }) })
   reaper.start()

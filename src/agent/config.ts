@@ -41,6 +41,8 @@ export interface AgentConfig {
   clusterAddr: Address
   peers: Record<string, string>
   join: string[]
+  /** `--join-wan` / `retry_join_wan`: cluster addresses of servers of other datacenters, dialed until one answers. */
+  joinWan: string[]
   clusterKey: string | undefined
   /**
    * Keys this node still accepts from peers besides clusterKey, during a rotation (`--cluster-key-accept`); each
@@ -110,7 +112,7 @@ const FILE_FLAGS: Record<string, string> = {
 }
 
 /** Flags given more than once, each in the order given. */
-const REPEATED_FLAGS = ['peer', 'join', 'cluster-key-accept', 'cluster-key-accept-file'] as const
+const REPEATED_FLAGS = ['peer', 'join', 'join-wan', 'cluster-key-accept', 'cluster-key-accept-file'] as const
 type RepeatedFlag = (typeof REPEATED_FLAGS)[number]
 
 export interface ParsedFlags {
@@ -122,6 +124,7 @@ export interface ParsedFlags {
   unsealedPeerLinks: boolean
   peers: string[]
   join: string[]
+  joinWan: string[]
   /** `--cluster-key-accept KEY` and `--cluster-key-accept-file FILE`, in the order given. */
   clusterKeyAccept: Array<{ flag: 'cluster-key-accept' | 'cluster-key-accept-file'; value: string }>
   configFile: string | undefined
@@ -129,7 +132,7 @@ export interface ParsedFlags {
 
 /** `--flag value` and `--flag=value`; `--dev` takes no value; `--peer`, `--join` and `--cluster-key-accept[-file]` repeat. */
 export function parseFlags(argv: readonly string[]): ParsedFlags {
-  const parsed: ParsedFlags = { values: new Map(), dev: false, tlsVerifyIncoming: false, unsealedPeerLinks: false, peers: [], join: [], clusterKeyAccept: [], configFile: undefined }
+  const parsed: ParsedFlags = { values: new Map(), dev: false, tlsVerifyIncoming: false, unsealedPeerLinks: false, peers: [], join: [], joinWan: [], clusterKeyAccept: [], configFile: undefined }
   for (let position = 0; position < argv.length; position += 1) {
     const arg = argv[position] ?? ''
     if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument "${arg}"; flags start with --`)
@@ -154,7 +157,8 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
     }
     if (name === 'peer') parsed.peers.push(value)
     else if (name === 'join') parsed.join.push(value)
-    else if (name === 'cluster-key-accept' || name === 'cluster-key-accept-file') parsed.clusterKeyAccept.push({ flag: name as Exclude<RepeatedFlag, 'peer' | 'join'>, value })
+    else if (name === 'join-wan') parsed.joinWan.push(value)
+    else if (name === 'cluster-key-accept' || name === 'cluster-key-accept-file') parsed.clusterKeyAccept.push({ flag: name as Exclude<RepeatedFlag, 'peer' | 'join' | 'join-wan'>, value })
     else if (name === 'config-file') parsed.configFile = value
     else parsed.values.set(name, value)
   }
@@ -261,6 +265,7 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   http_addr: [],
   https_addr: [],
   cluster_addr: [],
+  retry_join_wan: [],
   peers: 'object',
   cluster_key: [],
   cluster_key_accept: [],
@@ -407,6 +412,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     parseAddress('--join', scheme === null ? address : address.slice(scheme[0].length))
   }
 
+  const joinWan = joinWanSettings(flags, settings.get('retry_join_wan'))
   const initialManagementToken = text('acl.tokens.initial_management')
   if (initialManagementToken !== undefined && !/^[\x21-\x7e]{1,128}$/.test(initialManagementToken)) {
     throw new ConfigError(`${label('acl.tokens.initial_management')}: must be 1 to 128 printable characters without spaces`)
@@ -420,6 +426,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
   if (accepted.length > 0 && clusterKey === undefined) {
     throw new ConfigError(`${accepted[0]?.label}: needs --cluster-key (or --cluster-key-file, WARDEN_CLUSTER_KEY), the key this node uses; accepted keys are the old ones it still accepts during a rotation`)
   }
+  if (joinWan.length > 0 && clusterKey === undefined) throw new ConfigError('--join-wan: needs --cluster-key (or --cluster-key-file, WARDEN_CLUSTER_KEY): servers of every datacenter prove the same key')
   warnings.push(...argvWarnings(flags))
   const connsKey = 'limits.http_max_conns_per_client'
   const httpMaxConnsPerClient = connectionCount(label(connsKey), settings.get(connsKey), origins.has(connsKey), HTTP_MAX_CONNS_PER_CLIENT_DEFAULT)
@@ -463,6 +470,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     clusterAddr: parseAddress(label('cluster_addr'), text('cluster_addr') ?? (flags.dev ? '127.0.0.1:0' : '127.0.0.1:8300')),
     peers,
     join: flags.join,
+    joinWan,
     clusterKey,
     clusterKeysAccepted: accepted.map(({ key }) => key),
     initialManagementToken,
@@ -482,6 +490,17 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     audit,
     warnings,
   }
+}
+
+/** `--join-wan` flags, else the file's `retry_join_wan` list: each a cluster address, HOST:PORT. */
+function joinWanSettings(flags: ParsedFlags, fromFile: unknown): string[] {
+  if (flags.joinWan.length === 0 && fromFile !== undefined && !Array.isArray(fromFile)) throw new ConfigError('retry_join_wan: must be a list of HOST:PORT cluster addresses')
+  const [label, addresses] = flags.joinWan.length > 0 ? ['--join-wan', flags.joinWan] : ['retry_join_wan', (fromFile as unknown[] | undefined) ?? []]
+  return addresses.map((address) => {
+    if (typeof address !== 'string') throw new ConfigError(`${label}: must be a list of HOST:PORT cluster addresses`)
+    parseAddress(label, address)
+    return address
+  })
 }
 
 /**

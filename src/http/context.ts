@@ -41,6 +41,11 @@ export interface AppServices {
   audit?: AuditLog | undefined
   /** Request and login rate limits (`limits.request_limits`, `limits.login_rate`: rate-limit.ts); none when absent. */
   rateLimiter?: RateLimiter | undefined
+  /**
+   * The datacenters this server knows (WAN membership, rpc/wan-membership.ts): its own first, then by round-trip
+   * time. Absent on a server without WAN links (no cluster key): its own datacenter only.
+   */
+  datacenters?: (() => string[]) | undefined
 }
 
 export interface RequestState {
