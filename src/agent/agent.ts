@@ -30,6 +30,8 @@ import { cloudSettingsProblem, LinkController, linkFromSettings } from '../contr
 import { TokenReaper } from '../controllers/token-reaper.js'
 import { ConfigError, formatAddress, type AgentConfig, type ConfigWarning } from './config.js'
 import { loadTlsFiles, type TlsMaterial } from './tls-files.js'
+import { inProcessHttp } from './in-process-http.js'
+import { DatacenterForwarder } from '../rpc/dc-forward.js'
 
 export interface RunningAgent {
   /** HOST:PORT of plain HTTP; undefined when http_addr is off. */
@@ -178,6 +180,8 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     if (configuredLink !== undefined) void retryInBackground(() => replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink }), raftLog)
   }
 
+  // ?dc for another datacenter goes there over WAN links (rpc/dc-forward.ts); those of others are served here.
+  const forwarder = started.wan === undefined ? undefined : new DatacenterForwarder(started.wan.transport, started.wan.membership, log.child({ module: 'wan' }))
   const closing = new AbortController()
   // Bounded like everything else, and below the open-file limit so that the stores can always open their files.
   const httpConnections = httpConnectionsFor(openFilesLimit())
@@ -203,6 +207,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     audit,
     rateLimiter: new RateLimiter(config.limits.rates, log.child({ module: 'http', limiter: 'rate' })),
     datacenters: () => started.datacenters(),
+    forwarder,
   })
   const reaper = new TokenReaper(state, replica, { intervalMs: 1_000, batchSizeMax: 4_096, now, log: log.child({ module: 'token-reaper' }) })
   reaper.start()
@@ -220,6 +225,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   // own 30 s (body.ts). No Host header is needed: nothing here routes by host, and Node's refusal was not JSON.
   const serverOptions = { requestTimeout: 60_000, headersTimeout: 60_000, maxHeaderSize: 64 * 1024, requireHostHeader: false }
   const handler = skipRefusedConnections(boundPipelining(app.callback()))
+  forwarder?.serve(inProcessHttp(handler))
   const httpLog = log.child({ module: 'http' })
   const listeners = [config.httpAddr, config.httpsAddr].filter((address) => address !== undefined).length
   /** Plain HTTP and HTTPS are configured alike, and share the node's bound on connections. */

@@ -12,6 +12,7 @@ import type { PermissionAccess, PermissionResource } from '../acl/authorization.
 import type { AuditLog } from './audit-log.js'
 import type { AuditedWrite } from './audit.js'
 import type { RateLimiter } from './rate-limit.js'
+import type { DatacenterForwarder } from '../rpc/dc-forward.js'
 
 export interface ApiSettings {
   nodeName: string
@@ -46,6 +47,8 @@ export interface AppServices {
    * time. Absent on a server without WAN links (no cluster key): its own datacenter only.
    */
   datacenters?: (() => string[]) | undefined
+  /** Sends `?dc` requests for other datacenters to a server there (rpc/dc-forward.ts); absent without WAN links. */
+  forwarder?: DatacenterForwarder | undefined
 }
 
 export interface RequestState {

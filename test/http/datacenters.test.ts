@@ -54,4 +54,52 @@ describe('datacenters over WAN links', function () {
     expect(await datacenters(dc1)).to.deep.equal(['dc1'])
     expect(await datacenters(stranger)).to.deep.equal(['dc9'])
   })
+
+  describe('?dc forwarding', () => {
+    it('serves a read, a write and a blocking query of another datacenter there, with its status, headers and body', async () => {
+      const dc1 = await datacenter('dc1')
+      const dc2 = await datacenter('dc2', [dc1.clusterAddress])
+      await eventually(async () => (await datacenters(dc2)).includes('dc1'), 'dc2 knows dc1')
+      // The management token of dc1 (a --dev token of its own) works against dc1 through dc2.
+      const token = dc1.managementToken
+      const created = await dc2.request('PUT', '/v1/acl/policy?dc=dc1', { token, body: { Name: 'made-through-dc2', Rules: '' } })
+      expect(created.status, created.text).to.equal(200)
+      expect((await dc1.request('GET', `/v1/acl/policy/${created.body.ID}`)).status).to.equal(200)
+      expect((await dc2.request('GET', `/v1/acl/policy/${created.body.ID}`, { token: dc2.managementToken })).status).to.equal(404)
+      const listed = await dc2.request('GET', '/v1/acl/policies?dc=dc1', { token })
+      expect(listed.status).to.equal(200)
+      expect(listed.body.map((policy: { Name: string }) => policy.Name)).to.include('made-through-dc2')
+      const local = await dc1.request('GET', '/v1/acl/policies')
+      expect(listed.headers.get('X-Service-Index')).to.equal(local.headers.get('X-Service-Index'))
+      // The other datacenter's ACLs decide: dc2's own token means nothing in dc1.
+      expect((await dc2.request('GET', '/v1/acl/policies?dc=dc1', { token: dc2.managementToken })).status).to.equal(403)
+      // A blocking query held in dc1 through dc2 returns when dc1 changes.
+      const index = Number(listed.headers.get('X-Service-Index'))
+      const held = dc2.request('GET', `/v1/acl/policies?dc=dc1&index=${index}&wait=20s`, { token })
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      await dc1.request('PUT', '/v1/acl/policy', { body: { Name: 'wakes-the-query', Rules: '' } })
+      const woken = await held
+      expect(woken.status).to.equal(200)
+      expect(Number(woken.headers.get('X-Service-Index'))).to.be.greaterThan(index)
+      expect(woken.body.map((policy: { Name: string }) => policy.Name)).to.include('wakes-the-query')
+    })
+
+    it('unknown datacenter: 404 unknown_datacenter; known but unreachable: 503 no_path_to_datacenter; token self stays local', async () => {
+      const dc1 = await datacenter('dc1')
+      const dc2 = await datacenter('dc2', [dc1.clusterAddress])
+      await eventually(async () => (await datacenters(dc2)).includes('dc1'), 'dc2 knows dc1')
+      const unknown = await dc2.request('GET', '/v1/acl/policies?dc=dc7', { token: null })
+      expect(unknown.status).to.equal(404)
+      expect(unknown.body).to.include({ Code: 'unknown_datacenter', Field: 'dc' })
+      const self = await dc2.request('GET', '/v1/acl/token/self?dc=dc1', { token: dc2.managementToken })
+      expect(self.status).to.equal(200)
+      expect(self.body.SecretID).to.equal(dc2.managementToken)
+      await dc1.stop()
+      agents.splice(agents.indexOf(dc1), 1)
+      await eventually(async () => (await dc2.request('GET', '/v1/acl/policies?dc=dc1', { token: null })).status === 503, 'dc1 unreachable')
+      const cut = await dc2.request('PUT', '/v1/acl/policy?dc=dc1', { token: null, body: { Name: 'nowhere', Rules: '' } })
+      expect(cut.status).to.equal(503)
+      expect(cut.body).to.include({ Code: 'no_path_to_datacenter', Field: 'dc' })
+    })
+  })
 })
