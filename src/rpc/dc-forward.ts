@@ -20,6 +20,11 @@ import type { WanMembership } from './wan-membership.js'
 export const ANSWER_BYTES_MAX = 6 * 1024 * 1024
 /** Request bodies at most (the HTTP layer reads them under its own, lower, limits). */
 export const REQUEST_BODY_BYTES_MAX = 1024 * 1024
+/**
+ * Bytes of forwarded request bodies a server holds at once while serving them (as BODIES_IN_FLIGHT_BYTES_MAX for
+ * local ones): the WAN transport bounds requests served (1024), not their size, and each may carry 1 MiB.
+ */
+export const SERVING_BODY_BYTES_MAX = 64 * 1024 * 1024
 const HEADERS_MAX = 64
 const HEADER_CHARS_MAX = 16 * 1024
 const PATH_CHARS_MAX = 8 * 1024
@@ -59,10 +64,15 @@ export function forwardableHeaders(headers: Record<string, string | string[] | u
 }
 
 export class DatacenterForwarder {
+  /** Invariant: the bytes of the bodies of the forwarded requests being served here, at most servingBodyBytesMax. */
+  private servingBodyBytes = 0
+
   constructor(
     private readonly transport: PeerTransport,
     private readonly membership: WanMembership,
     private readonly log: Logger,
+    /** SERVING_BODY_BYTES_MAX unless a test says otherwise. */
+    private readonly servingBodyBytesMax = SERVING_BODY_BYTES_MAX,
   ) {}
 
   /** The datacenters a `?dc` may name. */
@@ -102,8 +112,17 @@ export class DatacenterForwarder {
     this.transport.onRequest(async (from, message) => {
       const request = forwardedRequestOf(message)
       if (request === undefined) throw new WardenError('invalid_input', `${from} forwarded a request that is not one`)
-      // `serve` keeps its answers within ANSWER_BYTES_MAX (a larger one is a 413 there).
-      return serve(request)
+      const bytes = request.body?.length ?? 0
+      if (this.servingBodyBytes + bytes > this.servingBodyBytesMax) {
+        throw new WardenError('rate_limited', `request: this server holds ${this.servingBodyBytesMax} bytes of bodies forwarded from other datacenters; try again`)
+      }
+      this.servingBodyBytes += bytes
+      try {
+        // `serve` keeps its answers within ANSWER_BYTES_MAX (a larger one is a 413 there).
+        return await serve(request)
+      } finally {
+        this.servingBodyBytes -= bytes
+      }
     })
   }
 }

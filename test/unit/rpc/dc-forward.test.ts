@@ -26,7 +26,7 @@ describe('rpc: forwarding to another datacenter', function () {
   const cleanup = useCleanup()
   const silent = pino({ level: 'silent' })
 
-  async function server(node: string, datacenter: string, join: string[], serve?: (request: ForwardedRequest) => Promise<ForwardedAnswer>): Promise<Server> {
+  async function server(node: string, datacenter: string, join: string[], serve?: (request: ForwardedRequest) => Promise<ForwardedAnswer>, bodyBytesMax?: number): Promise<Server> {
     const listener = await PeerListener.start({ listen: { host: '127.0.0.1', port: 0 }, handshakeTimeoutMs: 2000, handshakesPendingMax: 32, log: silent })
     cleanup.defer(() => listener.stop())
     const name = `${node}.${datacenter}`
@@ -36,7 +36,7 @@ describe('rpc: forwarding to another datacenter', function () {
     const membership = new WanMembership({ transport, self: { name, datacenter, address, since: Date.now() }, join, log: silent, backoff: { initialMs: 20, maxMs: 200, jitter: 0.5 } })
     membership.start()
     cleanup.defer(() => membership.stop())
-    const forwarder = new DatacenterForwarder(transport, membership, silent)
+    const forwarder = new DatacenterForwarder(transport, membership, silent, bodyBytesMax)
     if (serve !== undefined) forwarder.serve(serve)
     return { name, address, transport, membership, forwarder }
   }
@@ -101,6 +101,25 @@ describe('rpc: forwarding to another datacenter', function () {
     await waitFor('dc2 unlinked', () => local.membership.serversOf('dc2').every((one) => !one.connected))
     const cut = await local.forwarder.forward('dc2', get('/v1/acl/policies'), 500).catch((error: unknown) => error)
     expect((cut as WardenError).code).to.equal('no_path_to_datacenter')
+  })
+
+  it('holds a bounded number of bytes of forwarded bodies at once: beyond, a request is refused rate_limited', async () => {
+    let release: () => void = () => undefined
+    const remote = await server('r1', 'dc2', [], () => new Promise((resolve) => (release = () => resolve(answer('"done"')))), 1000)
+    const local = await server('l1', 'dc1', [remote.address])
+    await waitFor('dc2 linked', () => local.membership.serversOf('dc2')[0]?.connected === true)
+    const put = (): ForwardedRequest => ({ method: 'PUT', path: '/v1/acl/policy', headers: {}, body: Buffer.alloc(600, 'x') })
+    const first = local.forwarder.forward('dc2', put(), 2000)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const second = await local.forwarder.forward('dc2', put(), 2000).catch((error: unknown) => error)
+    expect((second as WardenError).code).to.equal('rate_limited')
+    release()
+    expect((await first).body.toString()).to.equal('"done"')
+    // Released with the first answer: the next one is served.
+    const third = local.forwarder.forward('dc2', put(), 2000)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    release()
+    expect((await third).status).to.equal(200)
   })
 
   it('checks what a peer forwards: method, path under /v1/, header and body bounds', () => {
