@@ -50,6 +50,11 @@ export interface AgentConfig {
    */
   clusterKeysAccepted: string[]
   initialManagementToken: string | undefined
+  /**
+   * ACL replication in a secondary datacenter (datacenter other than primary_datacenter): the token it reads the
+   * primary with (`acl.tokens.replication`), and the records a second it applies at most.
+   */
+  replication: { token: string | undefined; applyRate: number }
   defaultPolicy: 'allow' | 'deny'
   downPolicy: 'allow' | 'deny' | 'extend-cache' | 'async-cache'
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'
@@ -102,6 +107,7 @@ const FLAG_KEYS: Record<string, string> = {
   'default-policy': 'acl.default_policy',
   'down-policy': 'acl.down_policy',
   'initial-management-token': 'acl.tokens.initial_management',
+  'acl-replication-token': 'acl.tokens.replication',
   'http-max-conns-per-client': 'limits.http_max_conns_per_client',
   'audit-log': 'audit.path',
 }
@@ -109,6 +115,7 @@ const FLAG_KEYS: Record<string, string> = {
 const FILE_FLAGS: Record<string, string> = {
   'cluster-key-file': 'cluster_key',
   'initial-management-token-file': 'acl.tokens.initial_management',
+  'acl-replication-token-file': 'acl.tokens.replication',
 }
 
 /** Flags given more than once, each in the order given. */
@@ -202,10 +209,11 @@ const SECRET_FLAGS: Array<{ flag: string; file: string; environment: string }> =
   { flag: 'cluster-key', file: 'cluster-key-file', environment: 'WARDEN_CLUSTER_KEY' },
   { flag: 'cluster-key-accept', file: 'cluster-key-accept-file', environment: 'WARDEN_CLUSTER_KEY_ACCEPT' },
   { flag: 'initial-management-token', file: 'initial-management-token-file', environment: 'WARDEN_INITIAL_MANAGEMENT_TOKEN' },
+  { flag: 'acl-replication-token', file: 'acl-replication-token-file', environment: 'WARDEN_ACL_REPLICATION_TOKEN' },
 ]
 
 /** File keys whose value is a secret: a config file holding one is a secret file. */
-const SECRET_FILE_KEYS = ['cluster_key', 'cluster_key_accept', 'acl.tokens.initial_management', 'cloud.client_secret']
+const SECRET_FILE_KEYS = ['cluster_key', 'cluster_key_accept', 'acl.tokens.initial_management', 'acl.tokens.replication', 'cloud.client_secret']
 
 function argvWarnings(flags: ParsedFlags): ConfigWarning[] {
   const given = (flag: string): boolean => flags.values.has(flag) || flags.clusterKeyAccept.some((entry) => entry.flag === flag)
@@ -270,7 +278,7 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   cluster_key: [],
   cluster_key_accept: [],
   log_level: [],
-  acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens'],
+  acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens', 'replication_apply_limit'],
   cloud: ['resource_id', 'client_id', 'client_secret', 'management_plane_url'],
   raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold', 'leader_wait'],
   limits: ['http_max_conns_per_client', 'request_limits', 'login_rate'],
@@ -296,8 +304,8 @@ function flattenFile(raw: Raw): Map<string, unknown> {
       if (key === 'acl' && inner === 'tokens') {
         if (typeof innerValue !== 'object' || innerValue === null) throw new ConfigError('config file: "acl.tokens" must be an object')
         for (const [tokenKey, tokenValue] of Object.entries(innerValue as Raw)) {
-          if (tokenKey !== 'initial_management') throw new ConfigError(`config file: unknown key "acl.tokens.${tokenKey}"`)
-          flat.set('acl.tokens.initial_management', tokenValue)
+          if (tokenKey !== 'initial_management' && tokenKey !== 'replication') throw new ConfigError(`config file: unknown key "acl.tokens.${tokenKey}"`)
+          flat.set(`acl.tokens.${tokenKey}`, tokenValue)
         }
         continue
       }
@@ -363,6 +371,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
   if (env.WARDEN_CLUSTER_KEY && !settings.has('cluster_key')) {
     settings.set('cluster_key', env.WARDEN_CLUSTER_KEY)
     origins.set('cluster_key', 'WARDEN_CLUSTER_KEY')
+  }
+  if (env.WARDEN_ACL_REPLICATION_TOKEN && !settings.has('acl.tokens.replication')) {
+    settings.set('acl.tokens.replication', env.WARDEN_ACL_REPLICATION_TOKEN)
+    origins.set('acl.tokens.replication', 'WARDEN_ACL_REPLICATION_TOKEN')
   }
   if (env.WARDEN_INITIAL_MANAGEMENT_TOKEN && !settings.has('acl.tokens.initial_management')) {
     settings.set('acl.tokens.initial_management', env.WARDEN_INITIAL_MANAGEMENT_TOKEN)
@@ -474,6 +486,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     clusterKey,
     clusterKeysAccepted: accepted.map(({ key }) => key),
     initialManagementToken,
+    replication: {
+      token: text('acl.tokens.replication'),
+      applyRate: positiveInteger('acl.replication_apply_limit', settings.get('acl.replication_apply_limit'), 1_000, 'records a second', 1),
+    },
     defaultPolicy: oneOf(label('acl.default_policy'), settings.get('acl.default_policy'), ['allow', 'deny'] as const, 'deny'),
     downPolicy: oneOf(label('acl.down_policy'), settings.get('acl.down_policy'), ['allow', 'deny', 'extend-cache', 'async-cache'] as const, 'extend-cache'),
     logLevel: oneOf(label('log_level'), settings.get('log_level'), ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const, 'info'),

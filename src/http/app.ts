@@ -21,7 +21,7 @@ import { configRoutes } from './routes/config.js'
 import { linkRoutes } from './routes/link.js'
 import { operatorRoutes } from './routes/operator.js'
 import { catalogRoutes } from './routes/catalog.js'
-import { forwardsToDatacenter, forwardToDatacenter } from './forward.js'
+import { authorityStream, forwardsToDatacenter, forwardToDatacenter, forwardToPrimary } from './forward.js'
 import { aclReplicationRoutes } from './routes/acl-replication.js'
 
 /**
@@ -91,6 +91,9 @@ export function createApp(services: AppServices): Koa {
     if (dc !== undefined && dc !== '' && dc !== services.settings.datacenter && forwardsToDatacenter(ctx.path)) {
       return forwardToDatacenter(ctx as ApiContext, dc)
     }
+    // In a secondary, what the primary holds the authority over is written there, and answered once replicated here.
+    const stream = services.settings.datacenter === services.settings.primaryDatacenter ? undefined : authorityStream(ctx.method, ctx.path)
+    if (stream !== undefined) return forwardToPrimary(ctx as ApiContext, stream)
     const pretty = (): void => {
       if (ctx.body !== undefined && ctx.body !== null && typeof ctx.body === 'object' && !Buffer.isBuffer(ctx.body) && hasParam(ctx as ApiContext, 'pretty')) {
         ctx.body = JSON.stringify(ctx.body, null, 4)

@@ -49,6 +49,14 @@ export interface AppServices {
   datacenters?: (() => string[]) | undefined
   /** Sends `?dc` requests for other datacenters to a server there (rpc/dc-forward.ts); absent without WAN links. */
   forwarder?: DatacenterForwarder | undefined
+  /** ACL replication from the primary, in a secondary datacenter (controllers/acl-replication.ts). */
+  replication?: { status(): ReplicationStatusView } | undefined
+}
+
+/** What the replication loop reports of itself (its leader-only, in-memory part; the rest is in the state). */
+export interface ReplicationStatusView {
+  running: boolean
+  streams: Map<string, { lastErrorAt: number | undefined; lastErrorMessage: string }>
 }
 
 export interface RequestState {

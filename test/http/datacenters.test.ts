@@ -102,4 +102,83 @@ describe('datacenters over WAN links', function () {
       expect(cut.body).to.include({ Code: 'no_path_to_datacenter', Field: 'dc' })
     })
   })
+
+  describe('a secondary datacenter', () => {
+    const MANAGEMENT = 'a1b2c3d4-0000-4000-8000-00000000beef'
+
+    async function federation(): Promise<{ dc1: AgentProcess; dc2: AgentProcess }> {
+      const dc1 = await startAgent({ args: ['--datacenter', 'dc1', '--node-name', 'dc1-s1'], env: { WARDEN_CLUSTER_KEY: key, WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } })
+      agents.push(dc1)
+      const dc2 = await startAgent({
+        args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1', '--node-name', 'dc2-s1', '--join-wan', dc1.clusterAddress],
+        env: { WARDEN_CLUSTER_KEY: key, WARDEN_ACL_REPLICATION_TOKEN: MANAGEMENT },
+      })
+      agents.push(dc2)
+      return { dc1, dc2 }
+    }
+
+    const names = async (agent: AgentProcess, path: string): Promise<string[]> => {
+      const answer = await agent.request('GET', path, { token: MANAGEMENT })
+      return answer.status === 200 ? (answer.body as Array<{ Name: string }>).map((record) => record.Name).sort() : []
+    }
+
+    it("replicates the primary's policies and roles, deletions and renames included, and resolves its tokens", async () => {
+      const { dc1, dc2 } = await federation()
+      const policy = await dc1.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'readers', Rules: 'acl = "read"' } })
+      const doomed = await dc1.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'doomed', Rules: '' } })
+      await dc1.request('PUT', '/v1/acl/role', { token: MANAGEMENT, body: { Name: 'ops', Policies: [{ ID: policy.body.ID }] } })
+      await eventually(async () => (await names(dc2, '/v1/acl/policies')).join() === 'doomed,global-management,readers', 'the policies replicated')
+      await eventually(async () => (await names(dc2, '/v1/acl/roles')).join() === 'ops', 'the role replicated')
+      const role = (await dc2.request('GET', '/v1/acl/role/name/ops', { token: MANAGEMENT })).body
+      expect(role.Policies).to.deep.equal([{ ID: policy.body.ID, Name: 'readers' }])
+      // The primary's token works here (resolved at the primary, its policies from the replicated state).
+      expect((await dc2.request('GET', '/v1/acl/token/self', { token: MANAGEMENT })).body.AccessorID).to.be.a('string')
+      await dc1.request('DELETE', `/v1/acl/policy/${doomed.body.ID}`, { token: MANAGEMENT })
+      await dc1.request('PUT', `/v1/acl/policy/${policy.body.ID}`, { token: MANAGEMENT, body: { ID: policy.body.ID, Name: 'readers-renamed', Rules: 'acl = "read"' } })
+      await eventually(async () => (await names(dc2, '/v1/acl/policies')).join() === 'global-management,readers-renamed', 'the deletion and the rename replicated')
+      const status = (await dc2.request('GET', '/v1/acl/replication', { token: null })).body
+      expect(status).to.include({ Enabled: true, Running: true, SourceDatacenter: 'dc1', ReplicationType: 'policies', LastErrorMessage: '' })
+      expect(status.ReplicatedIndex).to.be.greaterThan(0)
+      expect(status.ReplicatedRoleIndex).to.be.greaterThan(0)
+      expect((await dc1.request('GET', '/v1/acl/replication', { token: null })).body.Enabled).to.equal(false)
+    })
+
+    it('sends policy and role writes to the primary and answers once they are replicated here', async () => {
+      const { dc1, dc2 } = await federation()
+      await eventually(async () => (await names(dc2, '/v1/acl/policies')).includes('global-management'), 'replication running')
+      const written = await dc2.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'from-dc2', Rules: '' } })
+      expect(written.status, written.text).to.equal(200)
+      expect(written.headers.get('X-Service-Replication-Lagging')).to.equal(null)
+      // Read your writes: in the secondary at once, and in the primary, which holds it.
+      const readHere = await dc2.request('GET', `/v1/acl/policy/${written.body.ID}`, { token: MANAGEMENT })
+      expect(readHere.body.Name, readHere.text + JSON.stringify(written.body)).to.equal('from-dc2')
+      expect((await dc1.request('GET', `/v1/acl/policy/${written.body.ID}`, { token: MANAGEMENT })).body.Name).to.equal('from-dc2')
+      const deleted = await dc2.request('DELETE', `/v1/acl/policy/${written.body.ID}`, { token: MANAGEMENT })
+      expect(deleted.status).to.equal(200)
+      expect((await dc2.request('GET', `/v1/acl/policy/${written.body.ID}`, { token: MANAGEMENT })).status).to.equal(404)
+      expect((await dc1.request('GET', `/v1/acl/policy/${written.body.ID}`, { token: MANAGEMENT })).status).to.equal(404)
+    })
+
+    it('keeps serving replicated policies to a token it resolved once the primary is down (acl.down_policy extend-cache)', async () => {
+      const { dc1, dc2 } = await federation()
+      await dc1.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'survives', Rules: '' } })
+      await eventually(async () => (await names(dc2, '/v1/acl/policies')).includes('survives'), 'replicated')
+      await dc1.stop()
+      agents.splice(agents.indexOf(dc1), 1)
+      // Past the 30 s an answer of the primary holds, extend-cache keeps it: read within it here, and the write refused.
+      expect(await names(dc2, '/v1/acl/policies')).to.include('survives')
+      const refused = await dc2.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'nowhere', Rules: '' } })
+      expect(refused.status).to.equal(503)
+      expect(refused.body.Code).to.equal('no_path_to_datacenter')
+    })
+
+    it('refuses an initial management token of its own (exit 2)', async () => {
+      const started = await startAgent({ args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1'], env: { WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } }).then(
+        () => 'started',
+        (error: Error) => error.message,
+      )
+      expect(started).to.match(/exited with 2/)
+      expect(started).to.include('a secondary datacenter')
+    })
+  })
 })
