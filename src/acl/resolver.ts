@@ -38,7 +38,30 @@ export interface ResolverSettings {
   defaultPolicy: DefaultPolicy
   /** Bound on cached authorizers; the oldest is dropped past it. */
   cacheEntriesMax?: number
+  /**
+   * In a secondary datacenter: how to resolve a secret this datacenter does not hold (a global token of the
+   * primary, while tokens are not replicated), and for how long an answer holds. Policies and roles come from this
+   * datacenter's (replicated) state. When the primary cannot be asked, `downPolicy` decides, as Consul's
+   * acl.down_policy: extend-cache and async-cache keep using what was resolved before, however old; allow lets the
+   * request through; deny refuses it.
+   */
+  remote?: RemoteResolution
 }
+
+export interface RemoteResolution {
+  /** The token of `secret` at the primary; undefined when the primary says there is none; throws when it cannot be asked. */
+  lookup(secret: string): Promise<AclToken | undefined>
+  ttlMs: number
+  downPolicy: 'allow' | 'deny' | 'extend-cache' | 'async-cache'
+}
+
+interface RemoteEntry {
+  token: AclToken | undefined
+  fetchedAtMs: number
+}
+
+/** Secrets resolved at the primary that are remembered at once (answers and refusals alike); the oldest go first. */
+const REMOTE_ENTRIES_MAX = 16_384
 
 const TOKEN_PREFIX = recordPrefix('token')
 const POLICY_PREFIX = recordPrefix('policy')
@@ -49,6 +72,8 @@ export class TokenResolver {
   /** AccessorID to the digest its entry is cached under, so a token write drops its entry without a scan. */
   private readonly digestByAccessor = new Map<string, string>()
   private readonly cacheEntriesMax: number
+  /** Digest to what the primary answered for it, while it holds (ttlMs), or longer when the primary is down. */
+  private readonly remote = new Map<string, RemoteEntry>()
 
   constructor(
     private readonly state: StateStore,
@@ -59,6 +84,7 @@ export class TokenResolver {
     state.resetListeners.add(() => {
       this.cache.clear()
       this.digestByAccessor.clear()
+      this.remote.clear()
     })
   }
 
@@ -108,10 +134,12 @@ export class TokenResolver {
     }
     // Read before the token itself: a write applied while the token is looked up must also keep it out of the cache.
     const appliedBefore = this.state.lastApplied
-    const token =
+    const local =
       effective === ANONYMOUS_TOKEN_SECRET
         ? await getRecord(this.state.reader, tokenSpec, ANONYMOUS_TOKEN_ID)
         : await this.tokenBySecret(effective, nowMs)
+    if (local === undefined && this.settings.remote !== undefined && effective !== ANONYMOUS_TOKEN_SECRET) return this.resolveRemotely(effective, digest, nowMs, this.settings.remote)
+    const token = local
     if (token === undefined) throw new AclNotFoundError()
     const authorization = await authorizeToken(this.state.reader, token, this.settings.datacenter, this.settings.defaultPolicy)
     const caller: Caller = {
@@ -129,5 +157,52 @@ export class TokenResolver {
     }
     return caller
   }
+
+  /**
+   * A secret this datacenter does not hold, resolved by the primary (remote.lookup) and remembered for remote.ttlMs;
+   * its policies and roles are this datacenter's. Not in the authorizer cache: a remembered answer expires by time,
+   * not by a write here.
+   */
+  private async resolveRemotely(secret: string, digest: string, nowMs: number, remote: RemoteResolution): Promise<Caller> {
+    let entry = this.remote.get(digest)
+    if (entry === undefined || nowMs - entry.fetchedAtMs >= remote.ttlMs) {
+      try {
+        entry = { token: await remote.lookup(secret), fetchedAtMs: nowMs }
+        this.remote.delete(digest)
+        if (this.remote.size >= REMOTE_ENTRIES_MAX) this.remote.delete(this.remote.keys().next().value as string)
+        this.remote.set(digest, entry)
+      } catch {
+        // The primary cannot be asked: acl.down_policy.
+        if (remote.downPolicy === 'allow') return allowAll(secret)
+        if (remote.downPolicy === 'deny' || entry === undefined) throw new AclNotFoundError()
+        // extend-cache, async-cache: what the primary said last, however old.
+      }
+    }
+    const token = entry.token
+    if (token === undefined || isExpired(token, nowMs)) throw new AclNotFoundError()
+    const authorization = await authorizeToken(this.state.reader, token, this.settings.datacenter, this.settings.defaultPolicy)
+    return { token, accessorID: token.AccessorID, permissions: { allows: (resource, access, name) => authorization.authorizer.check(resource, access, name) } }
+  }
 }
 
+/** acl.down_policy allow: the primary is down and the request goes through, whoever sent it (Consul's "allow"). */
+function allowAll(secret: string): Caller {
+  const token: AclToken = {
+    AccessorID: 'down-policy-allow',
+    SecretID: secret,
+    Description: 'the primary could not be asked: acl.down_policy is allow',
+    Policies: [],
+    Roles: [],
+    TemplatedPolicies: [],
+    ServiceIdentities: [],
+    NodeIdentities: [],
+    Local: false,
+    AuthMethod: '',
+    CreateTime: new Date(0).toISOString(),
+    Namespace: 'default',
+    Hash: '',
+    CreateIndex: 0,
+    ModifyIndex: 0,
+  }
+  return { token, accessorID: token.AccessorID, permissions: { allows: () => true } }
+}

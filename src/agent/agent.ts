@@ -30,6 +30,11 @@ import { cloudSettingsProblem, LinkController, linkFromSettings } from '../contr
 import { TokenReaper } from '../controllers/token-reaper.js'
 import { ConfigError, formatAddress, type AgentConfig, type ConfigWarning } from './config.js'
 import { loadTlsFiles, type TlsMaterial } from './tls-files.js'
+import { inProcessHttp } from './in-process-http.js'
+import { DatacenterForwarder } from '../rpc/dc-forward.js'
+import { AclReplicator } from '../controllers/acl-replication.js'
+import { tokenAtPrimary } from '../rpc/remote-tokens.js'
+import { randomInt } from 'node:crypto'
 
 export interface RunningAgent {
   /** HOST:PORT of plain HTTP; undefined when http_addr is off. */
@@ -135,7 +140,12 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   // Before anything else: an agent that cannot keep its audit log must not serve (fail closed, issue 18).
   const audit = await openAuditLog(config, log)
   const { dataDir, temporary } = await prepareDataDir(config)
-  const devToken = config.initialManagementToken === undefined && config.dev ? await devManagementToken(dataDir) : undefined
+  // A secondary datacenter has no management token of its own: the primary's reaches it (issue 19).
+  const secondary = config.datacenter !== config.primaryDatacenter
+  if (secondary && config.initialManagementToken !== undefined) {
+    throw new ConfigError(`--initial-management-token: a secondary datacenter (${config.datacenter}; the primary is ${config.primaryDatacenter}) takes the primary's management token and has none of its own`)
+  }
+  const devToken = config.initialManagementToken === undefined && config.dev && !secondary ? await devManagementToken(dataDir) : undefined
   const managementToken = config.initialManagementToken ?? devToken?.secret
   const started = await startReplica(config, dataDir, log, onFatal, tls)
   const state = started.state
@@ -178,13 +188,35 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     if (configuredLink !== undefined) void retryInBackground(() => replica.propose({ v: COMMAND_VERSION, type: 'link.set', link: configuredLink }), raftLog)
   }
 
+  // ?dc for another datacenter goes there over WAN links (rpc/dc-forward.ts); those of others are served here.
+  const forwarder = started.wan === undefined ? undefined : new DatacenterForwarder(started.wan.transport, started.wan.membership, log.child({ module: 'wan' }))
+  // A secondary datacenter replicates policies and roles from the primary, on its leader (controllers/acl-replication.ts).
+  const replicator =
+    forwarder === undefined || config.datacenter === config.primaryDatacenter
+      ? undefined
+      : new AclReplicator(
+          state,
+          replica,
+          forwarder,
+          { primary: config.primaryDatacenter, token: config.replication.token, applyRate: config.replication.applyRate },
+          log.child({ module: 'acl-replication' }),
+          now,
+          () => randomInt(2 ** 32) / 2 ** 32,
+        )
   const closing = new AbortController()
   // Bounded like everything else, and below the open-file limit so that the stores can always open their files.
   const httpConnections = httpConnectionsFor(openFilesLimit())
   const app = createApp({
     state,
     cluster: replica,
-    resolver: new TokenResolver(state, { datacenter: config.datacenter, defaultPolicy: config.defaultPolicy }),
+    resolver: new TokenResolver(state, {
+      datacenter: config.datacenter,
+      defaultPolicy: config.defaultPolicy,
+      // A secondary resolves the primary's tokens there (rpc/remote-tokens.ts), each answer held 30 s (acl.token_ttl).
+      ...(replicator === undefined || forwarder === undefined
+        ? {}
+        : { remote: { lookup: (secret: string) => tokenAtPrimary(forwarder, config.primaryDatacenter, secret), ttlMs: 30_000, downPolicy: config.downPolicy } }),
+    }),
     settings: {
       nodeName: config.nodeName,
       datacenter: config.datacenter,
@@ -202,6 +234,9 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     oidcStates: OidcStateSealer.create(config.clusterKey),
     audit,
     rateLimiter: new RateLimiter(config.limits.rates, log.child({ module: 'http', limiter: 'rate' })),
+    datacenters: () => started.datacenters(),
+    forwarder,
+    replication: replicator,
   })
   const reaper = new TokenReaper(state, replica, { intervalMs: 1_000, batchSizeMax: 4_096, now, log: log.child({ module: 'token-reaper' }) })
   reaper.start()
@@ -213,12 +248,14 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     check: { managementPlaneUrl: config.cloud.managementPlaneUrl },
   })
   linkController.start()
+  replicator?.start()
   // requestTimeout bounds the arrival of a whole request, headers and body, not its answer: a blocking query is
   // complete with its headers and may then wait its 10 minutes. A body a route never reads (a GET with a trickling
   // Content-Length) would otherwise hold its connection for as long as this allows. Bodies a route reads have their
   // own 30 s (body.ts). No Host header is needed: nothing here routes by host, and Node's refusal was not JSON.
   const serverOptions = { requestTimeout: 60_000, headersTimeout: 60_000, maxHeaderSize: 64 * 1024, requireHostHeader: false }
   const handler = skipRefusedConnections(boundPipelining(app.callback()))
+  forwarder?.serve(inProcessHttp(handler))
   const httpLog = log.child({ module: 'http' })
   const listeners = [config.httpAddr, config.httpsAddr].filter((address) => address !== undefined).length
   /** Plain HTTP and HTTPS are configured alike, and share the node's bound on connections. */
@@ -258,6 +295,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     closing.abort()
     await reaper.stop()
     await linkController.stop()
+    await replicator?.stop()
     await started.stop()
     await state.close()
     await audit?.close()
@@ -294,6 +332,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
       clearTimeout(forced)
       await reaper.stop()
       await linkController.stop()
+      await replicator?.stop()
       await started.stop()
       await state.close()
       // Last: the outcome lines of the requests answered above are written before the file closes.

@@ -41,6 +41,8 @@ export interface AgentConfig {
   clusterAddr: Address
   peers: Record<string, string>
   join: string[]
+  /** `--join-wan` / `retry_join_wan`: cluster addresses of servers of other datacenters, dialed until one answers. */
+  joinWan: string[]
   clusterKey: string | undefined
   /**
    * Keys this node still accepts from peers besides clusterKey, during a rotation (`--cluster-key-accept`); each
@@ -48,6 +50,11 @@ export interface AgentConfig {
    */
   clusterKeysAccepted: string[]
   initialManagementToken: string | undefined
+  /**
+   * ACL replication in a secondary datacenter (datacenter other than primary_datacenter): the token it reads the
+   * primary with (`acl.tokens.replication`), and the records a second it applies at most.
+   */
+  replication: { token: string | undefined; applyRate: number }
   defaultPolicy: 'allow' | 'deny'
   downPolicy: 'allow' | 'deny' | 'extend-cache' | 'async-cache'
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'
@@ -100,6 +107,7 @@ const FLAG_KEYS: Record<string, string> = {
   'default-policy': 'acl.default_policy',
   'down-policy': 'acl.down_policy',
   'initial-management-token': 'acl.tokens.initial_management',
+  'acl-replication-token': 'acl.tokens.replication',
   'http-max-conns-per-client': 'limits.http_max_conns_per_client',
   'audit-log': 'audit.path',
 }
@@ -107,10 +115,11 @@ const FLAG_KEYS: Record<string, string> = {
 const FILE_FLAGS: Record<string, string> = {
   'cluster-key-file': 'cluster_key',
   'initial-management-token-file': 'acl.tokens.initial_management',
+  'acl-replication-token-file': 'acl.tokens.replication',
 }
 
 /** Flags given more than once, each in the order given. */
-const REPEATED_FLAGS = ['peer', 'join', 'cluster-key-accept', 'cluster-key-accept-file'] as const
+const REPEATED_FLAGS = ['peer', 'join', 'join-wan', 'cluster-key-accept', 'cluster-key-accept-file'] as const
 type RepeatedFlag = (typeof REPEATED_FLAGS)[number]
 
 export interface ParsedFlags {
@@ -122,6 +131,7 @@ export interface ParsedFlags {
   unsealedPeerLinks: boolean
   peers: string[]
   join: string[]
+  joinWan: string[]
   /** `--cluster-key-accept KEY` and `--cluster-key-accept-file FILE`, in the order given. */
   clusterKeyAccept: Array<{ flag: 'cluster-key-accept' | 'cluster-key-accept-file'; value: string }>
   configFile: string | undefined
@@ -129,7 +139,7 @@ export interface ParsedFlags {
 
 /** `--flag value` and `--flag=value`; `--dev` takes no value; `--peer`, `--join` and `--cluster-key-accept[-file]` repeat. */
 export function parseFlags(argv: readonly string[]): ParsedFlags {
-  const parsed: ParsedFlags = { values: new Map(), dev: false, tlsVerifyIncoming: false, unsealedPeerLinks: false, peers: [], join: [], clusterKeyAccept: [], configFile: undefined }
+  const parsed: ParsedFlags = { values: new Map(), dev: false, tlsVerifyIncoming: false, unsealedPeerLinks: false, peers: [], join: [], joinWan: [], clusterKeyAccept: [], configFile: undefined }
   for (let position = 0; position < argv.length; position += 1) {
     const arg = argv[position] ?? ''
     if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument "${arg}"; flags start with --`)
@@ -154,7 +164,8 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
     }
     if (name === 'peer') parsed.peers.push(value)
     else if (name === 'join') parsed.join.push(value)
-    else if (name === 'cluster-key-accept' || name === 'cluster-key-accept-file') parsed.clusterKeyAccept.push({ flag: name as Exclude<RepeatedFlag, 'peer' | 'join'>, value })
+    else if (name === 'join-wan') parsed.joinWan.push(value)
+    else if (name === 'cluster-key-accept' || name === 'cluster-key-accept-file') parsed.clusterKeyAccept.push({ flag: name as Exclude<RepeatedFlag, 'peer' | 'join' | 'join-wan'>, value })
     else if (name === 'config-file') parsed.configFile = value
     else parsed.values.set(name, value)
   }
@@ -198,10 +209,11 @@ const SECRET_FLAGS: Array<{ flag: string; file: string; environment: string }> =
   { flag: 'cluster-key', file: 'cluster-key-file', environment: 'WARDEN_CLUSTER_KEY' },
   { flag: 'cluster-key-accept', file: 'cluster-key-accept-file', environment: 'WARDEN_CLUSTER_KEY_ACCEPT' },
   { flag: 'initial-management-token', file: 'initial-management-token-file', environment: 'WARDEN_INITIAL_MANAGEMENT_TOKEN' },
+  { flag: 'acl-replication-token', file: 'acl-replication-token-file', environment: 'WARDEN_ACL_REPLICATION_TOKEN' },
 ]
 
 /** File keys whose value is a secret: a config file holding one is a secret file. */
-const SECRET_FILE_KEYS = ['cluster_key', 'cluster_key_accept', 'acl.tokens.initial_management', 'cloud.client_secret']
+const SECRET_FILE_KEYS = ['cluster_key', 'cluster_key_accept', 'acl.tokens.initial_management', 'acl.tokens.replication', 'cloud.client_secret']
 
 function argvWarnings(flags: ParsedFlags): ConfigWarning[] {
   const given = (flag: string): boolean => flags.values.has(flag) || flags.clusterKeyAccept.some((entry) => entry.flag === flag)
@@ -261,11 +273,12 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   http_addr: [],
   https_addr: [],
   cluster_addr: [],
+  retry_join_wan: [],
   peers: 'object',
   cluster_key: [],
   cluster_key_accept: [],
   log_level: [],
-  acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens'],
+  acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens', 'replication_apply_limit'],
   cloud: ['resource_id', 'client_id', 'client_secret', 'management_plane_url'],
   raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold', 'leader_wait'],
   limits: ['http_max_conns_per_client', 'request_limits', 'login_rate'],
@@ -291,8 +304,8 @@ function flattenFile(raw: Raw): Map<string, unknown> {
       if (key === 'acl' && inner === 'tokens') {
         if (typeof innerValue !== 'object' || innerValue === null) throw new ConfigError('config file: "acl.tokens" must be an object')
         for (const [tokenKey, tokenValue] of Object.entries(innerValue as Raw)) {
-          if (tokenKey !== 'initial_management') throw new ConfigError(`config file: unknown key "acl.tokens.${tokenKey}"`)
-          flat.set('acl.tokens.initial_management', tokenValue)
+          if (tokenKey !== 'initial_management' && tokenKey !== 'replication') throw new ConfigError(`config file: unknown key "acl.tokens.${tokenKey}"`)
+          flat.set(`acl.tokens.${tokenKey}`, tokenValue)
         }
         continue
       }
@@ -359,6 +372,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     settings.set('cluster_key', env.WARDEN_CLUSTER_KEY)
     origins.set('cluster_key', 'WARDEN_CLUSTER_KEY')
   }
+  if (env.WARDEN_ACL_REPLICATION_TOKEN && !settings.has('acl.tokens.replication')) {
+    settings.set('acl.tokens.replication', env.WARDEN_ACL_REPLICATION_TOKEN)
+    origins.set('acl.tokens.replication', 'WARDEN_ACL_REPLICATION_TOKEN')
+  }
   if (env.WARDEN_INITIAL_MANAGEMENT_TOKEN && !settings.has('acl.tokens.initial_management')) {
     settings.set('acl.tokens.initial_management', env.WARDEN_INITIAL_MANAGEMENT_TOKEN)
     origins.set('acl.tokens.initial_management', 'WARDEN_INITIAL_MANAGEMENT_TOKEN')
@@ -407,6 +424,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     parseAddress('--join', scheme === null ? address : address.slice(scheme[0].length))
   }
 
+  const joinWan = joinWanSettings(flags, settings.get('retry_join_wan'))
   const initialManagementToken = text('acl.tokens.initial_management')
   if (initialManagementToken !== undefined && !/^[\x21-\x7e]{1,128}$/.test(initialManagementToken)) {
     throw new ConfigError(`${label('acl.tokens.initial_management')}: must be 1 to 128 printable characters without spaces`)
@@ -420,6 +438,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
   if (accepted.length > 0 && clusterKey === undefined) {
     throw new ConfigError(`${accepted[0]?.label}: needs --cluster-key (or --cluster-key-file, WARDEN_CLUSTER_KEY), the key this node uses; accepted keys are the old ones it still accepts during a rotation`)
   }
+  if (joinWan.length > 0 && clusterKey === undefined) throw new ConfigError('--join-wan: needs --cluster-key (or --cluster-key-file, WARDEN_CLUSTER_KEY): servers of every datacenter prove the same key')
   warnings.push(...argvWarnings(flags))
   const connsKey = 'limits.http_max_conns_per_client'
   const httpMaxConnsPerClient = connectionCount(label(connsKey), settings.get(connsKey), origins.has(connsKey), HTTP_MAX_CONNS_PER_CLIENT_DEFAULT)
@@ -463,9 +482,14 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     clusterAddr: parseAddress(label('cluster_addr'), text('cluster_addr') ?? (flags.dev ? '127.0.0.1:0' : '127.0.0.1:8300')),
     peers,
     join: flags.join,
+    joinWan,
     clusterKey,
     clusterKeysAccepted: accepted.map(({ key }) => key),
     initialManagementToken,
+    replication: {
+      token: text('acl.tokens.replication'),
+      applyRate: positiveInteger('acl.replication_apply_limit', settings.get('acl.replication_apply_limit'), 1_000, 'records a second', 1),
+    },
     defaultPolicy: oneOf(label('acl.default_policy'), settings.get('acl.default_policy'), ['allow', 'deny'] as const, 'deny'),
     downPolicy: oneOf(label('acl.down_policy'), settings.get('acl.down_policy'), ['allow', 'deny', 'extend-cache', 'async-cache'] as const, 'extend-cache'),
     logLevel: oneOf(label('log_level'), settings.get('log_level'), ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const, 'info'),
@@ -482,6 +506,17 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     audit,
     warnings,
   }
+}
+
+/** `--join-wan` flags, else the file's `retry_join_wan` list: each a cluster address, HOST:PORT. */
+function joinWanSettings(flags: ParsedFlags, fromFile: unknown): string[] {
+  if (flags.joinWan.length === 0 && fromFile !== undefined && !Array.isArray(fromFile)) throw new ConfigError('retry_join_wan: must be a list of HOST:PORT cluster addresses')
+  const [label, addresses] = flags.joinWan.length > 0 ? ['--join-wan', flags.joinWan] : ['retry_join_wan', (fromFile as unknown[] | undefined) ?? []]
+  return addresses.map((address) => {
+    if (typeof address !== 'string') throw new ConfigError(`${label}: must be a list of HOST:PORT cluster addresses`)
+    parseAddress(label, address)
+    return address
+  })
 }
 
 /**

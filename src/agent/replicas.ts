@@ -22,8 +22,11 @@ import { joinThroughHttp } from '../rpc/join-client.js'
 import { openNode } from '../rpc/open-node.js'
 import { directoryFiles } from '../state/files.js'
 import { StateStore } from '../state/store.js'
-import { ClosedLinks, PeerTransport } from '../transport/index.js'
+import { ClosedLinks, PeerTransport, type TransportOptions } from '../transport/index.js'
 import type { PeerTlsMaterial } from '../transport/tls.js'
+import { PeerListener } from '../transport/listener.js'
+import { wanName } from '../transport/frames.js'
+import { WanMembership } from '../rpc/wan-membership.js'
 import { ConfigError, formatAddress, type AgentConfig } from './config.js'
 
 export interface StartedReplica {
@@ -37,6 +40,10 @@ export interface StartedReplica {
   raft: RaftReplica
   /** New certificates for the peer links made from now on; nothing when links do not run over TLS. */
   reloadTls(material: PeerTlsMaterial): void
+  /** The datacenters known: this one first, then by round-trip time (WAN membership). */
+  datacenters(): string[]
+  /** The WAN links and membership, on a server with a cluster key. */
+  wan: WanLinks | undefined
   stop(): Promise<void>
 }
 
@@ -110,6 +117,7 @@ export async function startReplica(
   let links: PeerLinks
   let stopLinks: () => Promise<void>
   let reloadTls: (material: PeerTlsMaterial) => void = () => undefined
+  let wan: WanLinks | undefined
   let port: number
   if (config.clusterKey === undefined) {
     const closed = await ClosedLinks.start(config.clusterAddr.host, config.clusterAddr.port)
@@ -117,23 +125,49 @@ export async function startReplica(
     stopLinks = () => closed.stop()
     port = closed.address.port
   } else {
-    const transport = await PeerTransport.start({
-      nodeName: config.nodeName,
-      advertiseAddress: formatAddress(config.clusterAddr),
+    // One cluster port for Raft links and WAN links (listener.ts): only it needs to be open between datacenters.
+    const transportLog = log.child({ module: 'transport' })
+    const listener = await PeerListener.start({
+      listen: config.clusterAddr,
+      ...(tls === undefined ? {} : { tls: { ca: tls.ca, cert: tls.cert, key: tls.key } }),
+      handshakeTimeoutMs: PEER_HANDSHAKE_TIMEOUT_MS,
+      handshakesPendingMax: PEER_HANDSHAKES_PENDING_MAX,
+      log: transportLog,
+    })
+    // The port bound (port 0 picks one), so that what peers dial is where this node listens.
+    const advertiseAddress = formatAddress({ host: config.clusterAddr.host, port: listener.address.port })
+    const common = {
+      advertiseAddress,
       datacenter: config.datacenter,
       clusterKey: config.clusterKey,
       acceptKeys: config.clusterKeysAccepted ?? [],
-      listen: config.clusterAddr,
-      peers: new Map(peers),
-      log: log.child({ module: 'transport' }),
-      ...(tls === undefined ? {} : { tls: { ca: tls.ca, cert: tls.cert, key: tls.key } }),
+      listener,
+      handshakeTimeoutMs: PEER_HANDSHAKE_TIMEOUT_MS,
+      handshakesPendingMax: PEER_HANDSHAKES_PENDING_MAX,
       unsealedForBenchmark: config.unsealedPeerLinks,
-    })
-    if (tls !== undefined) reloadTls = (material) => transport.reloadTls({ ca: material.ca, cert: material.cert, key: material.key })
-    links = transportLinks(transport)
-    stopLinks = () => transport.stop()
-    port = transport.address.port
+    }
+    let transport: PeerTransport | undefined
+    try {
+      transport = await PeerTransport.start({ ...common, nodeName: config.nodeName, peers: new Map(peers), log: transportLog })
+      wan = await startWan(config, common, log)
+    } catch (error) {
+      await transport?.stop()
+      await listener.stop()
+      throw error
+    }
+    const raftTransport = transport
+    const wanLinks = wan
+    if (tls !== undefined) reloadTls = (material) => listener.reloadTls({ ca: material.ca, cert: material.cert, key: material.key })
+    links = transportLinks(raftTransport)
+    stopLinks = async () => {
+      wanLinks.membership.stop()
+      await wanLinks.transport.stop()
+      await raftTransport.stop()
+      await listener.stop()
+    }
+    port = listener.address.port
   }
+  const wanAtStart = wan
   const clusterAddress = formatAddress({ host: config.clusterAddr.host, port })
   const opened = await openNode({
     storage,
@@ -174,6 +208,8 @@ export async function startReplica(
     onLeadership: (listener) => replica.onLeadership(listener),
     raft: replica,
     reloadTls,
+    datacenters: wanAtStart === undefined ? () => [config.datacenter] : () => wanAtStart.membership.datacenters(),
+    wan: wanAtStart,
     async stop() {
       await replica.stop()
       await joining
@@ -181,4 +217,35 @@ export async function startReplica(
       await storage.close()
     },
   }
+}
+
+/** The transports' defaults (peer-transport.ts), named here because the shared listener must use the same. */
+const PEER_HANDSHAKE_TIMEOUT_MS = 5_000
+const PEER_HANDSHAKES_PENDING_MAX = 32
+
+export interface WanLinks {
+  transport: PeerTransport
+  membership: WanMembership
+}
+
+/**
+ * The WAN transport and membership of a server with a cluster key: always started, so that servers of other
+ * datacenters can join through this one, and dialing its --join-wan addresses until one answers.
+ */
+async function startWan(
+  config: AgentConfig,
+  common: Omit<TransportOptions, 'nodeName' | 'peers' | 'log' | 'linkKind'> & { advertiseAddress: string },
+  log: Logger,
+): Promise<WanLinks> {
+  const name = wanName(config.nodeName, config.datacenter)
+  const wanLog = log.child({ module: 'wan' })
+  const transport = await PeerTransport.start({ ...common, nodeName: name, linkKind: 'wan', peers: new Map(), log: wanLog })
+  const membership = new WanMembership({
+    transport,
+    self: { name, datacenter: config.datacenter, address: common.advertiseAddress, since: Date.now() },
+    join: config.joinWan,
+    log: wanLog,
+  })
+  membership.start()
+  return { transport, membership }
 }

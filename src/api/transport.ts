@@ -6,6 +6,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 import { ConnectionError } from './errors.js'
 
 export interface TlsOptions {
@@ -91,14 +92,21 @@ export interface ConnectionOptions {
   maxFreeSockets?: number
   /** false: every request on a connection of its own, closed after the answer (`Connection: close`). */
   keepAlive?: boolean
+  /**
+   * Opens the connection itself instead of dialing the address (which then only names the server in messages): the
+   * agent's in-process exchange with its own HTTP server, for requests forwarded from another datacenter.
+   */
+  createConnection?: () => Duplex
 }
 
 export class Transport {
   readonly endpoint: Endpoint
   private readonly agent: HttpAgent | HttpsAgent
+  private readonly createConnection: (() => Duplex) | undefined
 
   constructor(address: string, options: ConnectionOptions = {}) {
     this.endpoint = parseAddress(address)
+    this.createConnection = options.createConnection
     const tls = options.tls ?? {}
     const maxSockets = options.maxSockets ?? 64
     // Without keep-alive, node:http opens a socket per request and closes it after the answer only while maxSockets is
@@ -143,7 +151,9 @@ export class Transport {
       }
       const headers: Record<string, string | number> = { ...exchange.headers }
       if (exchange.body !== undefined) headers['Content-Length'] = Buffer.byteLength(exchange.body)
-      const options = { agent: this.agent, host: endpoint.host, port: endpoint.port, method: exchange.method, path: exchange.path, headers }
+      const target = { host: endpoint.host, port: endpoint.port, method: exchange.method, path: exchange.path, headers }
+      // A connection of the caller's own takes no agent: node:http then uses it for this one request.
+      const options = this.createConnection === undefined ? { ...target, agent: this.agent } : { ...target, createConnection: this.createConnection as never }
       const request = endpoint.secure ? httpsRequest(options) : httpRequest(options)
       const timer = setTimeout(() => {
         fail('timeout', `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: no answer within ${exchange.timeoutMs} ms`)

@@ -4,7 +4,7 @@
  */
 import Koa from 'koa'
 import Router from '@koa/router'
-import { InvalidInputError, WardenError } from '../lib/errors.js'
+import { WardenError } from '../lib/errors.js'
 import type { AppServices, ApiContext } from './context.js'
 import { errorMiddleware } from './errors.js'
 import { auditMiddleware } from './audit.js'
@@ -21,6 +21,7 @@ import { configRoutes } from './routes/config.js'
 import { linkRoutes } from './routes/link.js'
 import { operatorRoutes } from './routes/operator.js'
 import { catalogRoutes } from './routes/catalog.js'
+import { authorityStream, forwardsToDatacenter, forwardToDatacenter, forwardToPrimary } from './forward.js'
 import { aclReplicationRoutes } from './routes/acl-replication.js'
 
 /**
@@ -84,12 +85,15 @@ export function createApp(services: AppServices): Koa {
     setResponseHeader(ctx, 'Default-ACL-Policy', services.settings.defaultPolicy)
     // Contradictory consistency flags are refused on every endpoint, reads and writes alike, before anything runs.
     consistencyOf(ctx as ApiContext)
-    // Datacenters are not federated yet: a request for another one has no path (readings.md).
-    // A repeated ?dc counts by its first value, as every parameter does (`?dc=dc2&dc=dc1` is dc2).
+    // A request for another datacenter is served there (forward.ts), whole: nothing of it runs here. A repeated ?dc
+    // counts by its first value, as every parameter does (`?dc=dc2&dc=dc1` is dc2).
     const dc = queryParam(ctx as ApiContext, 'dc')
-    if (dc !== undefined && dc !== '' && dc !== services.settings.datacenter) {
-      throw new InvalidInputError('dc', `no path to datacenter ${JSON.stringify(dc)}`)
+    if (dc !== undefined && dc !== '' && dc !== services.settings.datacenter && forwardsToDatacenter(ctx.path)) {
+      return forwardToDatacenter(ctx as ApiContext, dc)
     }
+    // In a secondary, what the primary holds the authority over is written there, and answered once replicated here.
+    const stream = services.settings.datacenter === services.settings.primaryDatacenter ? undefined : authorityStream(ctx.method, ctx.path)
+    if (stream !== undefined) return forwardToPrimary(ctx as ApiContext, stream)
     const pretty = (): void => {
       if (ctx.body !== undefined && ctx.body !== null && typeof ctx.body === 'object' && !Buffer.isBuffer(ctx.body) && hasParam(ctx as ApiContext, 'pretty')) {
         ctx.body = JSON.stringify(ctx.body, null, 4)

@@ -84,6 +84,7 @@ export function auditSubject(command: Command): { kind: string; id: string; name
     case 'acl.token.delete-expired':
     case 'raft.member.set':
     case 'raft.member.delete':
+    case 'acl.replicate':
     case 'noop':
       // Not proposed from HTTP; named by their type alone.
       return { kind: command.type, id: '' }

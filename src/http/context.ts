@@ -12,6 +12,7 @@ import type { PermissionAccess, PermissionResource } from '../acl/authorization.
 import type { AuditLog } from './audit-log.js'
 import type { AuditedWrite } from './audit.js'
 import type { RateLimiter } from './rate-limit.js'
+import type { DatacenterForwarder } from '../rpc/dc-forward.js'
 
 export interface ApiSettings {
   nodeName: string
@@ -41,6 +42,21 @@ export interface AppServices {
   audit?: AuditLog | undefined
   /** Request and login rate limits (`limits.request_limits`, `limits.login_rate`: rate-limit.ts); none when absent. */
   rateLimiter?: RateLimiter | undefined
+  /**
+   * The datacenters this server knows (WAN membership, rpc/wan-membership.ts): its own first, then by round-trip
+   * time. Absent on a server without WAN links (no cluster key): its own datacenter only.
+   */
+  datacenters?: (() => string[]) | undefined
+  /** Sends `?dc` requests for other datacenters to a server there (rpc/dc-forward.ts); absent without WAN links. */
+  forwarder?: DatacenterForwarder | undefined
+  /** ACL replication from the primary, in a secondary datacenter (controllers/acl-replication.ts). */
+  replication?: { status(): ReplicationStatusView } | undefined
+}
+
+/** What the replication loop reports of itself (its leader-only, in-memory part; the rest is in the state). */
+export interface ReplicationStatusView {
+  running: boolean
+  streams: Map<string, { lastErrorAt: number | undefined; lastErrorMessage: string }>
 }
 
 export interface RequestState {

@@ -13,6 +13,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   permission_denied: 403,
   bootstrap_done: 403,
   not_found: 404,
+  unknown_datacenter: 404,
   method_not_allowed: 405,
   conflict: 409,
   payload_too_large: 413,
@@ -20,6 +21,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   internal: 500,
   no_leader: 503,
   audit_unavailable: 503,
+  no_path_to_datacenter: 503,
   outcome_unknown: 504,
 }
 

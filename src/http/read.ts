@@ -81,12 +81,18 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
   const coalescer = coalescerOf(state)
   await coalescer.nextTurn()
   const scope = [spec.recordKey ?? '', prepared.scope ?? '']
+  // The table's index as the run starts: the answer's X-Service-Index. Read before the records, never after: a write
+  // applied while they are read would otherwise give an index newer than the body, and a client blocking on it would
+  // never see that write (until another came). An index older than the body only costs that client one more round.
+  let indexAtRun = state.tableIndex(spec.table)
   // A run resolves the caller afresh, at the applied index it reads (a read joining it is keyed by that index).
-  const run = (): Promise<ReadResult> =>
-    coalescer.run(coalesceKey(ctx, state.lastApplied, scope), () => {
+  const run = (): Promise<ReadResult> => {
+    indexAtRun = state.tableIndex(spec.table)
+    return coalescer.run(coalesceKey(ctx, state.lastApplied, scope), () => {
       ctx.state.caller = undefined
       return runAlone()
     })
+  }
   const blocking = spec.blocking ? blockingOf(ctx) : undefined
   let result = await run()
   if (blocking !== undefined) {
@@ -123,12 +129,12 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
       result = await run()
     }
   }
-  respond(ctx, spec, effective, result)
+  respond(ctx, spec, effective, result, indexAtRun)
 }
 
-function respond(ctx: ApiContext, spec: ReadSpec, effective: string, result: ReadResult): void {
-  const { state, cluster } = ctx.state.app
-  setResponseHeader(ctx, 'Index', String(reportedIndex(state.tableIndex(spec.table))))
+function respond(ctx: ApiContext, spec: ReadSpec, effective: string, result: ReadResult, tableIndex: number): void {
+  const { cluster } = ctx.state.app
+  setResponseHeader(ctx, 'Index', String(reportedIndex(tableIndex)))
   setResponseHeader(ctx, 'KnownLeader', String(cluster.leaderAddress() !== ''))
   setResponseHeader(ctx, 'LastContact', String(cluster.lastContactMs()))
   setResponseHeader(ctx, 'Effective-Consistency', effective)

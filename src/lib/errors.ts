@@ -17,6 +17,10 @@ export type ErrorCode =
   | 'no_leader'
   | 'outcome_unknown'
   | 'audit_unavailable'
+  /** `?dc` names a datacenter no server here knows. */
+  | 'unknown_datacenter'
+  /** `?dc` names a known datacenter none of whose servers can be reached now. */
+  | 'no_path_to_datacenter'
 
 export interface WireError {
   code: ErrorCode

@@ -25,6 +25,7 @@ import { applyConfigEntry, deleteConfigEntry } from './config-entries.js'
 import { deleteLink, setLink, setLinkStatus } from './link.js'
 import type { Txn } from './txn.js'
 import { deleteMember, setMember } from './members.js'
+import { replicate } from './replication.js'
 
 type Handler<T extends Command['type']> = (txn: Txn, command: Extract<Command, { type: T }>, index: number) => Promise<ApplyResult>
 
@@ -57,6 +58,7 @@ const handlers: { [T in Command['type']]: Handler<T> } = {
   'link.status': (txn, command, index) => setLinkStatus(txn, command.status, index),
   'raft.member.set': (txn, command, index) => setMember(txn, command.Node, command.Address, index, command.Incarnation),
   'raft.member.delete': (txn, command) => deleteMember(txn, command.Node),
+  'acl.replicate': (txn, command, index) => replicate(txn, command, index),
   noop: async () => ({ ok: true }),
 }
 

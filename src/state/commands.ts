@@ -8,6 +8,7 @@
  * existing one needs a new COMMAND_VERSION, and so does adding a field to one or tightening a rule of its shape
  * (validate.ts): every replica applies a command that breaks those rules as a no-op.
  */
+import type { ReplicateCommand } from './replication.js'
 import {
   DEFAULT_NAMESPACE,
   type AclAuthMethod,
@@ -160,6 +161,7 @@ export type Command =
   | { v: 1; type: 'link.status'; status: LinkStatusWrite }
   | { v: 1; type: 'raft.member.set'; Node: string; Address: string; Incarnation?: string }
   | { v: 1; type: 'raft.member.delete'; Node: string }
+  | ReplicateCommand
   | { v: 1; type: 'noop' }
 
 export type CommandType = Command['type']

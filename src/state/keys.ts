@@ -22,9 +22,9 @@ export function prefixEnd(prefix: string): string {
   return prefix.slice(0, -1) + SEP_END
 }
 
-export type Table = 'token' | 'policy' | 'role' | 'auth-method' | 'binding-rule' | 'config' | 'link' | 'member'
+export type Table = 'token' | 'policy' | 'role' | 'auth-method' | 'binding-rule' | 'config' | 'link' | 'member' | 'replication'
 
-export const TABLES: readonly Table[] = ['token', 'policy', 'role', 'auth-method', 'binding-rule', 'config', 'link', 'member']
+export const TABLES: readonly Table[] = ['token', 'policy', 'role', 'auth-method', 'binding-rule', 'config', 'link', 'member', 'replication']
 
 export function recordKey(table: Table, key: string): string {
   return `r${SEP}${table}${SEP}${key}`

@@ -193,10 +193,21 @@ const CHECKERS: { [T in CommandType]: (command: Fields) => void } = {
     fields(command, '', NODE)
     keyPart(command, 'Node', '', 'any')
   },
+  'acl.replicate': (command) => {
+    fields(command, '', REPLICATE)
+    oneOf(command, 'stream', '', STREAMS)
+    list(command, 'upserts', '', REPLICATED_ITEMS_MAX, (item, at) => (command.stream === 'policies' ? policy(item, at) : role(item, at)))
+    list(command, 'deletes', '', REPLICATED_ITEMS_MAX, (item, at) => keyValue(item, at, 'any'))
+    count(command, 'remoteIndex', '')
+    time(command, 'now', '')
+  },
   noop: (command) => {
     fields(command, '', ENVELOPE)
   },
 }
+
+/** Records of one `acl.replicate` batch, upserts or deletions: the replication loop sends far fewer (256 and 4,096). */
+export const REPLICATED_ITEMS_MAX = 16_384
 
 function names(...list: string[]): ReadonlySet<string> {
   return new Set(list)
@@ -224,6 +235,8 @@ const LINK_STATUS = names('generation', 'conditions', 'updatedAt', 'accessLevel'
 const CONDITION = names('message', 'reason', 'state', 'type')
 const MEMBER_SET = names('v', 'type', 'Node', 'Address', 'Incarnation')
 const NODE = names('v', 'type', 'Node')
+const REPLICATE = names('v', 'type', 'stream', 'upserts', 'deletes', 'remoteIndex', 'now')
+const STREAMS = names('policies', 'roles')
 const POLICY_COMMAND = names('v', 'type', 'policy')
 const POLICY = names('ID', 'Name', 'Description', 'Rules', 'Datacenters', 'Namespace')
 const ROLE_COMMAND = names('v', 'type', 'role')
@@ -313,23 +326,31 @@ function linkInput(item: unknown, at: string): void {
 
 function policyCommand(command: Fields): void {
   fields(command, '', POLICY_COMMAND)
-  const policy = fields(required(command, 'policy', ''), 'policy', POLICY)
-  keyPart(policy, 'ID', 'policy')
-  keyPart(policy, 'Name', 'policy')
-  string(policy, 'Description', 'policy')
-  string(policy, 'Rules', 'policy')
-  list(policy, 'Datacenters', 'policy', LIST_ITEMS_MAX, stringValue)
-  keyPart(policy, 'Namespace', 'policy')
+  policy(required(command, 'policy', ''), 'policy')
+}
+
+function policy(value: unknown, at: string): void {
+  const record = fields(value, at, POLICY)
+  keyPart(record, 'ID', at)
+  keyPart(record, 'Name', at)
+  string(record, 'Description', at)
+  string(record, 'Rules', at)
+  list(record, 'Datacenters', at, LIST_ITEMS_MAX, stringValue)
+  keyPart(record, 'Namespace', at)
 }
 
 function roleCommand(command: Fields): void {
   fields(command, '', ROLE_COMMAND)
-  const role = fields(required(command, 'role', ''), 'role', ROLE)
-  keyPart(role, 'ID', 'role')
-  keyPart(role, 'Name', 'role')
-  string(role, 'Description', 'role')
-  linkedFields(role, 'role', false)
-  keyPart(role, 'Namespace', 'role')
+  role(required(command, 'role', ''), 'role')
+}
+
+function role(value: unknown, at: string): void {
+  const record = fields(value, at, ROLE)
+  keyPart(record, 'ID', at)
+  keyPart(record, 'Name', at)
+  string(record, 'Description', at)
+  linkedFields(record, at, false)
+  keyPart(record, 'Namespace', at)
 }
 
 function authMethodCommand(command: Fields): void {

@@ -32,11 +32,35 @@ export const ADDRESS_CHARS_MAX = 256
 /** The agent's datacenter rule allows 64 characters (agent/config.ts); the wire takes no more. */
 export const DATACENTER_CHARS_MAX = 64
 /**
- * What a link is for. 'raft': the servers of one datacenter (a peer of another datacenter is refused). The
- * cross-datacenter links of the multi-datacenter issue will be a kind of their own ('wan') on the same handshake and
- * sealing; a transport serves one kind, and refuses a peer that asks for another.
+ * What a link is for, on the same handshake and sealing. 'raft': the servers of one datacenter (a peer of another
+ * datacenter is refused). 'wan': servers of every datacenter, each named NODE.DC (wanName), which federation's
+ * membership, forwarding and replication run over. A transport serves one kind, and refuses a peer that asks for
+ * another; each kind has its path on the shared cluster port (LINK_PATHS).
  */
-export type LinkKind = 'raft'
+export type LinkKind = 'raft' | 'wan'
+export const LINK_KINDS: readonly LinkKind[] = ['raft', 'wan']
+
+/** The WebSocket path of each kind of link on the cluster port (listener.ts). */
+export const LINK_PATHS: Record<LinkKind, string> = { raft: '/warden/peer/v1', wan: '/warden/wan/v1' }
+
+/** A server's name among WAN links: its node name, a dot, its datacenter (Consul's WAN member names). */
+export function wanName(node: string, datacenter: string): string {
+  return `${node}.${datacenter}`
+}
+
+/**
+ * The datacenter a WAN name says (after its last dot: node names may hold dots, datacenter names never do), or
+ * undefined when the name has none.
+ */
+export function datacenterOfWanName(name: string): string | undefined {
+  const dot = name.lastIndexOf('.')
+  if (dot <= 0 || dot === name.length - 1) return undefined
+  const datacenter = name.slice(dot + 1)
+  return WAN_DATACENTER.test(datacenter) ? datacenter : undefined
+}
+
+/** As the agent's rule for datacenter names (agent/config.ts). */
+const WAN_DATACENTER = /^[a-z0-9_-]{1,64}$/
 /** A link kind as the wire carries it: any short string, so that a peer asking for a kind we lack is refused by name. */
 const LINK_KIND_CHARS_MAX = 16
 /**

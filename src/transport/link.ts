@@ -14,6 +14,7 @@ import type { RawData, WebSocket } from 'ws'
 import { assert, unreachable } from '../lib/assert.js'
 import type { LogLimiter } from '../lib/log-limiter.js'
 import {
+  datacenterOfWanName,
   decodeFrame,
   encodeFrame,
   FrameError,
@@ -136,6 +137,13 @@ export class Link {
   private lastReceivedAtMs = performance.now()
   private handshakeTimer: NodeJS.Timeout | undefined
   private keepaliveTimer: NodeJS.Timeout | undefined
+  /** When the unanswered keepalive ping left, if one is out. */
+  private pingSentAtMs: number | undefined
+  /**
+   * The round-trip time of this link, smoothed (RFC 6298's 1/8 gain) over keepalive pings and their pongs, in ms;
+   * undefined before the first pong. What datacenters are ordered by (Consul lists them by round-trip time).
+   */
+  rttMs: number | undefined
   private closeTimer: NodeJS.Timeout | undefined
   /** Closing, but still delivering data frames (see close). Only ever set on an open link. */
   private draining = false
@@ -152,7 +160,8 @@ export class Link {
     /** An acceptor's socket (a dialer's is known once the upgrade answers). */
     acceptedSocket?: unknown,
   ) {
-    assert((role === 'dialer') === (expectedPeer !== undefined), 'a dialer link must know whom it dials, an acceptor must not')
+    // A WAN dial to an address (--join-wan) learns whom it reached from the challenge; every other dial knows.
+    assert(role === 'dialer' ? expectedPeer !== undefined || host.linkKind === 'wan' : expectedPeer === undefined, 'a dialer link must know whom it dials, an acceptor must not')
     if (isTlsSocket(acceptedSocket)) this.tlsSocket = acceptedSocket
     if (role === 'dialer') ws.once('upgrade', (response) => (this.tlsSocket = isTlsSocket(response.socket) ? response.socket : undefined))
     this.peer = expectedPeer
@@ -160,7 +169,7 @@ export class Link {
     this.closed = new Promise((resolve) => (this.resolveClosed = resolve))
     this.handshakeTimer = setTimeout(() => this.onHandshakeTimeout(), host.handshakeTimeoutMs)
     ws.on('message', (data, isBinary) => this.onData(data, isBinary))
-    ws.on('pong', () => this.touch())
+    ws.on('pong', () => this.onPong())
     ws.on('ping', () => this.touch())
     ws.on('close', (code, reason) => this.onSocketClose(code, reason))
     // ws emits 'close' after every error, which does the work. Refused dials and resets are routine (debug); a
@@ -317,7 +326,12 @@ export class Link {
    * not the node, the datacenter or the kind of link we meant to reach.
    */
   private onChallenge(frame: Extract<Frame, { type: 'challenge' }>, keys: ClusterKeys): void {
-    if (frame.node !== this.peer) return this.refuse(`dialed ${this.peer ?? '?'} but ${frame.node} answered`, CloseCode.refused)
+    if (this.peer === undefined) {
+      // A dial by address: whoever answers, if it may be a peer (not this node, a WAN name, room for it).
+      if (frame.node === this.host.nodeName || !this.host.isPeer(frame.node)) return this.refuse(`${frame.node} answered, which cannot be a peer`, CloseCode.refused)
+      this.peer = frame.node
+    }
+    if (frame.node !== this.peer) return this.refuse(`dialed ${this.peer} but ${frame.node} answered`, CloseCode.refused)
     const mismatch = this.mismatch(frame.kind, frame.datacenter) ?? this.certificateProblem(frame.datacenter)
     if (mismatch !== undefined) return this.refuse(mismatch, CloseCode.refused)
     this.peerAdvertiseAddress = frame.address
@@ -389,6 +403,11 @@ export class Link {
    */
   private mismatch(kind: string, datacenter: string): string | undefined {
     if (kind !== this.host.linkKind) return `peer asks for a ${kind} link; this node serves ${this.host.linkKind} links`
+    if (kind === 'wan') {
+      // Any datacenter, but the one its name says: a WAN name is NODE.DC.
+      const named = datacenterOfWanName(this.peer ?? '')
+      return named === datacenter ? undefined : `peer ${this.peer ?? '?'} states datacenter ${datacenter}; a wan link's name must end in its datacenter`
+    }
     if (datacenter !== this.host.datacenter) return `peer is in datacenter ${datacenter}; a ${kind} link joins servers of datacenter ${this.host.datacenter} only`
     return undefined
   }
@@ -466,7 +485,17 @@ export class Link {
       this.terminate()
       return
     }
+    // One ping timed at a time: a pong answers the oldest ping, and an unanswered one is not timed at all.
+    if (this.pingSentAtMs === undefined) this.pingSentAtMs = performance.now()
     this.ws.ping()
+  }
+
+  private onPong(): void {
+    this.touch()
+    if (this.pingSentAtMs === undefined) return
+    const sample = performance.now() - this.pingSentAtMs
+    this.pingSentAtMs = undefined
+    this.rttMs = this.rttMs === undefined ? sample : this.rttMs + (sample - this.rttMs) / 8
   }
 
   private touch(): void {

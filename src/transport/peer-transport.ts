@@ -18,11 +18,10 @@
  * handler that throws is a bug and takes the process down (STYLE.md: broken invariants crash the node).
  */
 import { randomInt } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server } from 'node:http'
-import { createServer as createTlsServer, type Server as HttpsServer } from 'node:https'
-import type { AddressInfo, Socket } from 'node:net'
+import type { IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
-import { WebSocket, WebSocketServer } from 'ws'
+import { WebSocket } from 'ws'
 import { assert } from '../lib/assert.js'
 import { Backoff, type BackoffOptions } from '../lib/backoff.js'
 import { BoundedQueue } from '../lib/bounded-queue.js'
@@ -30,16 +29,28 @@ import { clusterAddressProblem } from '../lib/cluster-address.js'
 import { errorFromWire, InvalidInputError, WardenError, type WireError } from '../lib/errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
 import { TransportError, type Delivery, type TransportErrorCode } from './errors.js'
-import { ADDRESS_CHARS_MAX, encodeFrame, HANDSHAKE_FRAME_BYTES_MAX, isDatacenter, isNodeName, type DataFrame, type LinkKind } from './frames.js'
+import {
+  ADDRESS_CHARS_MAX,
+  datacenterOfWanName,
+  encodeFrame,
+  HANDSHAKE_FRAME_BYTES_MAX,
+  isDatacenter,
+  isNodeName,
+  LINK_KINDS,
+  LINK_PATHS,
+  type DataFrame,
+  type LinkKind,
+} from './frames.js'
 import { ACCEPT_KEYS_MAX, ClusterKeys } from './handshake.js'
 import { CloseCode, Link, type LinkHost } from './link.js'
 import { addressGroup, PendingConnections } from './pending.js'
+import { PeerListener, type Route } from './listener.js'
 import { SEAL_TAG_BYTES } from './seal.js'
 import { PEER_TLS_VERSION, type PeerTlsMaterial } from './tls.js'
 import { serverName } from '../lib/tls-names.js'
 
 /** The HTTP path of the peer endpoint; any other upgrade request is answered 400 by ws. */
-export const PEER_PATH = '/warden/peer/v1'
+export const PEER_PATH = LINK_PATHS.raft
 
 export interface TransportOptions {
   nodeName: string
@@ -47,6 +58,13 @@ export interface TransportOptions {
   advertiseAddress: string
   /** This node's datacenter, carried (and proven) in the handshake: a Raft link refuses a peer of another. */
   datacenter: string
+  /**
+   * For 'wan' links: the most peers this node links with (its own datacenter's servers included). The peer set of
+   * a WAN transport is open: any server that proves the key (and, under TLS, holds a server certificate of the
+   * datacenter its NODE.DC name says) is adopted as a peer while there is room, and `introduce` dials an address
+   * without knowing whom it will reach. Default 512.
+   */
+  peersMax?: number
   /** The kind of link this transport serves and dials (frames.ts LinkKind). Default 'raft'. */
   linkKind?: LinkKind
   /**
@@ -70,8 +88,13 @@ export interface TransportOptions {
    * Such a node links only with nodes as unsealed as itself. Ignored with tls.
    */
   unsealedForBenchmark?: boolean
-  /** Port 0 picks a free port; the bound one is `PeerTransport.address`. */
-  listen: { host: string; port: number }
+  /**
+   * Where to listen, on a port of this transport's own (port 0 picks a free port; the bound one is
+   * `PeerTransport.address`). Or `listener`: a cluster port shared with the transports of other kinds of link, which
+   * then also decides TLS (its `tls`, not this one's) and which the caller stops after the transports.
+   */
+  listen?: { host: string; port: number }
+  listener?: PeerListener
   /** Node name to the host:port to dial it at (which may be a proxy in front of it). This node's own name is ignored. */
   peers: Map<string, string>
   /** Largest frame sent or accepted (the WebSocket maxPayload). Default 8 MiB. */
@@ -114,6 +137,8 @@ export interface PeerStats {
   framesDropped: number
   /** Sealed frames from this peer's links that failed to open (each closed its link). */
   framesRejected: number
+  /** The open link's smoothed round-trip time in ms (keepalive pings); undefined before its first pong. */
+  rttMs: number | undefined
 }
 
 export interface TransportStats {
@@ -144,6 +169,7 @@ interface Settings {
   handshakesPendingMax: number
   handshakeTimeoutMs: number
   keepaliveIntervalMs: number
+  peersMax: number
   backoff: BackoffOptions
 }
 
@@ -155,8 +181,6 @@ const MiB = 1024 * 1024
 const SOCKET_BUFFERED_BYTES_MAX_MIN = 16 * 1024
 /** Bytes an accepted connection may send after its upgrade and before its proof: a few handshake frames, with room. */
 const PROOF_BYTES_MAX = 16 * HANDSHAKE_FRAME_BYTES_MAX
-/** TCP connections beyond the expected links (two per peer while a duplicate is resolved) and pending handshakes. */
-const CONNECTIONS_SLACK = 16
 
 interface OutFrame {
   bytes: Buffer
@@ -194,28 +218,19 @@ interface PendingRequest {
   writtenOn: Link | undefined
 }
 
-export class PeerTransport {
+export class PeerTransport implements Route {
   readonly address: { host: string; port: number }
   private readonly peers = new Map<string, Peer>()
   /** Every link not yet closed, in any state: what stop() must close. Bounded by the server's maxConnections. */
   private readonly links = new Set<Link>()
   /** Inbound links still in their handshake. Invariant: size <= handshakesPendingMax (see pending.ts for who goes). */
   private readonly inboundHandshakes: PendingConnections<Link>
-  /**
-   * Accepted sockets not yet part of an authenticated link (no upgrade yet, or a handshake under way). Invariant:
-   * size <= handshakesPendingMax + CONNECTIONS_SLACK. At the bound the oldest of the address holding the most goes
-   * (pending.ts), so a flood of idle or churning connections evicts its own and never a real peer's.
-   */
-  private readonly unauthenticated: PendingConnections<Socket>
-  /** An accepted link's TCP socket: the one `unauthenticated` holds (under TLS, not the TLS socket a request has). */
+  /** An accepted link's socket, released from the listener's pending bound once the link proves the key. */
   private readonly socketOf = new Map<Link, Socket>()
-  /**
-   * Accepted TCP sockets by their remote address and port, while open: how an accepted TLS socket finds the TCP
-   * socket under it (unique per connection to one listener). Bounded by the server's maxConnections.
-   */
-  private readonly tcpSockets = new Map<string, Socket>()
   /** Stops counting what an accepted link's socket sent before it proved the key (countBeforeProof). */
   private readonly stopCounting = new Map<Link, () => void>()
+  /** WAN dials by address (introduce) not yet settled: settled when the link opens or closes. */
+  private readonly introductions = new Map<Link, { resolve: (name: string) => void; reject: (error: Error) => void }>()
   /** Invariant: size <= requestsInFlightMax. */
   private readonly requests = new Map<number, PendingRequest>()
   private requestIdNext = 1
@@ -230,8 +245,6 @@ export class PeerTransport {
   private readonly host: LinkHost
   /** Bounds the warning about dropped pending handshakes (anyone reaching the peer port can cause it). */
   private readonly pendingWarnings = new LogLimiter()
-  /** The certificates links are made with, when they run over TLS; replaced by reloadTls for the next ones. */
-  private tlsMaterial: PeerTlsMaterial | undefined
   /** Bounds the warning about a peer skipped for its address: setPeers runs again on every membership change. */
   private readonly peerWarnings = new LogLimiter()
 
@@ -240,15 +253,14 @@ export class PeerTransport {
     advertiseAddress: string,
     identity: { datacenter: string; linkKind: LinkKind; keys: ClusterKeys | undefined; tls: boolean; unsealed: boolean },
     private readonly settings: Settings,
-    private readonly server: Server | HttpsServer,
-    private readonly wss: WebSocketServer,
+    private readonly listener: PeerListener,
+    /** Whether this transport started the listener, and so stops it. */
+    private readonly ownsListener: boolean,
     private readonly log: Logger,
     private readonly random: () => number,
   ) {
-    const bound = server.address() as AddressInfo
-    this.address = { host: bound.address, port: bound.port }
+    this.address = listener.address
     this.inboundHandshakes = new PendingConnections(settings.handshakesPendingMax)
-    this.unauthenticated = new PendingConnections(settings.handshakesPendingMax + CONNECTIONS_SLACK)
     this.host = {
       nodeName,
       advertiseAddress,
@@ -257,7 +269,7 @@ export class PeerTransport {
       keepaliveIntervalMs: settings.keepaliveIntervalMs,
       log,
       warnings: new LogLimiter(),
-      isPeer: (name) => this.peers.has(name),
+      isPeer: (name) => this.admits(name),
       shouldKeep: (link) => this.shouldKeep(link),
       onOpen: (link) => this.onOpen(link),
       onFrame: (link, frame) => this.onFrame(link, frame),
@@ -276,7 +288,10 @@ export class PeerTransport {
     if (options.clusterKey === '') throw new InvalidInputError('clusterKey', 'must not be empty')
     if (!isDatacenter(options.datacenter)) throw new InvalidInputError('datacenter', 'must be a string of 1 to 64 characters')
     const linkKind = options.linkKind ?? 'raft'
-    if (linkKind !== 'raft') throw new InvalidInputError('linkKind', "must be 'raft'")
+    if (!LINK_KINDS.includes(linkKind)) throw new InvalidInputError('linkKind', `must be one of ${LINK_KINDS.join(', ')}`)
+    if (linkKind === 'wan' && datacenterOfWanName(options.nodeName) !== options.datacenter) {
+      throw new InvalidInputError('nodeName', `a wan link's node name must be NODE.${options.datacenter}`)
+    }
     const acceptKeys = options.acceptKeys ?? []
     if (acceptKeys.length > ACCEPT_KEYS_MAX) throw new InvalidInputError('acceptKeys', `must hold at most ${ACCEPT_KEYS_MAX} keys`)
     if (acceptKeys.some((key) => typeof key !== 'string' || key === '')) throw new InvalidInputError('acceptKeys', 'must not hold an empty key')
@@ -290,54 +305,24 @@ export class PeerTransport {
     const keys = options.clusterKey === undefined ? undefined : new ClusterKeys(options.clusterKey, acceptKeys)
     const log = transportLogger(options.log, options.nodeName)
 
-    // An HTTP server of our own (rather than ws's) so that stop() can close connections that never upgraded, and
-    // so that a connection that sends no upgrade request is dropped after the handshake timeout, not Node's 60 s.
-    const serverOptions = {
-      headersTimeout: settings.handshakeTimeoutMs,
-      requestTimeout: settings.handshakeTimeoutMs,
-      connectionsCheckingInterval: Math.min(1000, settings.handshakeTimeoutMs),
-    }
-    const refuseHttp = (_request: IncomingMessage, response: import('node:http').ServerResponse): void => {
-      response.writeHead(426, { connection: 'close' }).end()
-    }
-    // Over TLS a dialer must present a certificate the CA signed (OpenSSL checks its chain and clientAuth purpose);
-    // its name is checked in the handshake, against the datacenter it states (tls.ts).
-    const server =
-      options.tls === undefined
-        ? createServer(serverOptions, refuseHttp)
-        : createTlsServer({ ...serverOptions, ...tlsServerOptions(options.tls), handshakeTimeout: settings.handshakeTimeoutMs }, refuseHttp)
-    // An absolute ceiling; below it, unauthenticated connections are bounded oldest-first (onConnection).
-    server.maxConnections = 4 * (settings.handshakesPendingMax + CONNECTIONS_SLACK)
-    const wss = new WebSocketServer({
-      server,
-      path: PEER_PATH,
-      // A sealed frame is its plaintext (at most frameBytesMax) and a tag.
-      maxPayload: settings.frameBytesMax + SEAL_TAG_BYTES,
-      // Compression would let a small frame inflate past what maxPayload was meant to bound, and costs CPU per frame.
-      perMessageDeflate: false,
-      // The transport tracks its own links; ws's set would be a second, unbounded-by-us copy.
-      clientTracking: false,
-    })
-    wss.on('error', (error) => log.error({ err: error }, 'peer listener error'))
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(options.listen.port, options.listen.host, () => {
-        server.off('error', reject)
-        resolve()
-      })
-    })
+    if ((options.listen === undefined) === (options.listener === undefined)) throw new InvalidInputError('listen', 'give either listen or listener')
+    const listener =
+      options.listener ??
+      (await PeerListener.start({
+        listen: options.listen!,
+        ...(options.tls === undefined ? {} : { tls: options.tls }),
+        handshakeTimeoutMs: settings.handshakeTimeoutMs,
+        handshakesPendingMax: settings.handshakesPendingMax,
+        log,
+      }))
     const random = options.random ?? cryptoRandom
-    const unsealed = options.tls === undefined && options.unsealedForBenchmark === true
-    const identity = { datacenter: options.datacenter, linkKind, keys, tls: options.tls !== undefined, unsealed }
-    const transport = new PeerTransport(options.nodeName, options.advertiseAddress, identity, settings, server, wss, log, random)
-    transport.tlsMaterial = options.tls
-    server.on('connection', (socket: Socket) => transport.onConnection(socket))
-    // A TLS handshake refused (no certificate, another CA, a client-only certificate): a failed handshake like any other.
-    server.on('tlsClientError', (error: Error & { code?: string }, socket: Socket) => transport.onTlsError(error, socket))
-    wss.on('connection', (ws, request) => transport.accept(ws, request))
+    const unsealed = !listener.tls && options.unsealedForBenchmark === true
+    const identity = { datacenter: options.datacenter, linkKind, keys, tls: listener.tls, unsealed }
+    const transport = new PeerTransport(options.nodeName, options.advertiseAddress, identity, settings, listener, options.listener === undefined, log, random)
+    listener.route(LINK_PATHS[linkKind], transport)
     const listening = { address: transport.address, advertiseAddress: options.advertiseAddress, datacenter: options.datacenter, linkKind, acceptKeys: acceptKeys.length }
     if (unsealed) log.warn(listening, 'peer transport listening with UNSEALED links: anyone on the path can read and forge frames; for benchmarks only')
-    else log.info(listening, options.tls === undefined ? 'peer transport listening (links sealed)' : 'peer transport listening (links over TLS 1.3)')
+    else log.info(listening, listener.tls ? 'peer transport listening (links over TLS 1.3)' : 'peer transport listening (links sealed)')
     try {
       transport.setPeers(options.peers)
     } catch (error) {
@@ -352,9 +337,17 @@ export class PeerTransport {
    * were made with until they close, as a TLS session cannot change its certificate.
    */
   reloadTls(material: PeerTlsMaterial): void {
-    assert(this.tlsMaterial !== undefined && 'setSecureContext' in this.server, 'reloadTls on a transport whose links are not over TLS')
-    this.server.setSecureContext(tlsServerOptions(material))
-    this.tlsMaterial = material
+    this.listener.reloadTls(material)
+  }
+
+  /** Route: the largest WebSocket message: a sealed frame is its plaintext (at most frameBytesMax) and a tag. */
+  get maxPayload(): number {
+    return this.settings.frameBytesMax + SEAL_TAG_BYTES
+  }
+
+  /** Route: two connections per peer while a duplicate link is resolved. */
+  expectedConnections(): number {
+    return 2 * this.peers.size
   }
 
   /** Handlers are replaced, not added: there is one driver. */
@@ -449,7 +442,7 @@ export class PeerTransport {
       if (peer === undefined) this.addPeer(name, address)
       else if (peer.address !== address) this.readdress(peer, address)
     }
-    this.server.maxConnections = 2 * this.peers.size + 4 * (this.settings.handshakesPendingMax + CONNECTIONS_SLACK)
+    this.listener.updateMaxConnections()
   }
 
   stats(): TransportStats {
@@ -465,13 +458,15 @@ export class PeerTransport {
         socketBufferedBytes: peer.link?.bufferedBytes ?? 0,
         framesDropped: peer.framesDropped,
         framesRejected: peer.framesRejected,
+        rttMs: peer.link?.rttMs,
       })
     }
     return {
       peers,
       linksOpen: [...this.links].filter((link) => link.state === 'open').length,
       handshakesPending: this.inboundHandshakes.size,
-      handshakesFailed: this.handshakesFailed,
+      // TLS refusals come before any path: on a shared port they count for every kind of link.
+      handshakesFailed: this.handshakesFailed + this.listener.tlsHandshakesFailed,
       framesOversized: this.framesOversized,
       framesRejected: this.framesRejected,
       requestsInFlight: this.requests.size,
@@ -495,15 +490,12 @@ export class PeerTransport {
     for (const link of links) link.close(CloseCode.stopping, 'stopping')
     // Each link destroys its socket after a short grace if the peer does not answer the close, so this is bounded.
     await Promise.all(links.map((link) => link.closed))
-    await new Promise<void>((resolve) => this.wss.close(() => resolve()))
-    const serverClosed = new Promise<void>((resolve) => this.server.close(() => resolve()))
-    // Connections that never sent an upgrade request would otherwise hold server.close() open.
-    this.server.closeAllConnections()
-    await serverClosed
+    this.listener.unroute(LINK_PATHS[this.host.linkKind])
+    if (this.ownsListener) await this.listener.stop()
     this.log.info('peer transport stopped')
   }
 
-  private addPeer(name: string, address: string): void {
+  private addPeer(name: string, address: string, options: { dial: boolean } = { dial: true }): Peer {
     const sizeOf = (frame: OutFrame): number => frame.bytes.length
     const peer: Peer = {
       name,
@@ -520,7 +512,18 @@ export class PeerTransport {
     }
     this.peers.set(name, peer)
     this.log.info({ peer: name, address }, 'peer added')
-    this.dial(peer)
+    if (options.dial) this.dial(peer)
+    return peer
+  }
+
+  /**
+   * Whether `name` may have a link: a peer, or on a WAN transport any NODE.DC name while there is room (the key,
+   * and under TLS the certificate, are proven before the link opens).
+   */
+  private admits(name: string): boolean {
+    if (this.peers.has(name)) return true
+    if (this.host.linkKind !== 'wan' || name === this.nodeName || !isNodeName(name) || datacenterOfWanName(name) === undefined) return false
+    return this.peers.size < this.settings.peersMax
   }
 
   private removePeer(peer: Peer): void {
@@ -551,16 +554,37 @@ export class PeerTransport {
   private dial(peer: Peer): void {
     peer.dialTimer = undefined
     if (this.stopping !== undefined || peer.link !== undefined || peer.dialing !== undefined || this.peers.get(peer.name) !== peer) return
-    const tls = this.tlsMaterial
-    const ws = new WebSocket(`${tls === undefined ? 'ws' : 'wss'}://${peer.address}${PEER_PATH}`, {
+    const link = new Link(this.connect(peer.address), 'dialer', peer.address, this.host, peer.name)
+    peer.dialing = link
+    this.links.add(link)
+  }
+
+  private connect(address: string): WebSocket {
+    const tls = this.listener.tlsMaterial
+    return new WebSocket(`${tls === undefined ? 'ws' : 'wss'}://${address}${LINK_PATHS[this.host.linkKind]}`, {
       maxPayload: this.settings.frameBytesMax + SEAL_TAG_BYTES,
       perMessageDeflate: false,
       handshakeTimeout: this.settings.handshakeTimeoutMs,
       ...(tls === undefined ? {} : this.tlsDialOptions(tls)),
     })
-    const link = new Link(ws, 'dialer', peer.address, this.host, peer.name)
-    peer.dialing = link
-    this.links.add(link)
+  }
+
+  /**
+   * WAN links only: dials `address` without knowing whom it will reach (`--join-wan`), and resolves with the name of
+   * the server that answered once it is a peer with an open link (this one, or one it already had). Rejects when the
+   * dial fails or the handshake is refused; the caller retries. A server adopted this way is dialed again at this
+   * address after a loss, like any peer.
+   */
+  introduce(address: string): Promise<string> {
+    assert(this.host.linkKind === 'wan', 'introduce on a transport whose links are not wan links')
+    return new Promise((resolve, reject) => {
+      if (this.stopping !== undefined) return reject(new TransportError('stopped', address, 'no', 'the transport is stopped'))
+      const problem = clusterAddressProblem(address)
+      if (problem !== undefined) return reject(new InvalidInputError('address', problem))
+      const link = new Link(this.connect(address), 'dialer', address, this.host)
+      this.links.add(link)
+      this.introductions.set(link, { resolve, reject })
+    })
   }
 
   /**
@@ -580,46 +604,24 @@ export class PeerTransport {
     }
   }
 
-  /** The TLS handshake of an accepted connection failed: counted, and a warning at most once per reason and interval. */
-  private onTlsError(error: Error & { code?: string }, socket: Socket): void {
-    this.handshakesFailed += 1
-    const remoteAddress = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`
-    const reason = error.code ?? error.message
-    this.host.warnings.warn(this.log, `tls ${reason}`, { remoteAddress, reason }, 'peer TLS handshake refused')
-  }
-
   private scheduleDial(peer: Peer): void {
     if (this.stopping !== undefined || peer.link !== undefined || peer.dialing !== undefined || peer.dialTimer !== undefined) return
     peer.dialTimer = setTimeout(() => this.dial(peer), peer.backoff.next())
   }
 
-  /** A new TCP connection to the peer port: beyond the bound, one unauthenticated connection goes (pending.ts). */
-  private onConnection(socket: Socket): void {
-    const remote = remoteKey(socket)
-    this.tcpSockets.set(remote, socket)
-    socket.once('close', () => {
-      this.unauthenticated.delete(socket)
-      if (this.tcpSockets.get(remote) === socket) this.tcpSockets.delete(remote)
-    })
-    const evicted = this.unauthenticated.add(socket, addressGroup(socket.remoteAddress))
-    if (evicted === undefined) return
-    this.warnPending(`${evicted.remoteAddress ?? '?'}:${evicted.remotePort ?? '?'}`)
-    evicted.destroy()
-  }
-
-  private accept(ws: WebSocket, request: IncomingMessage): void {
+  /** Route: an upgraded connection on this kind's path; its handshake starts. */
+  accept(ws: WebSocket, request: IncomingMessage): void {
     const remoteAddress = `${request.socket.remoteAddress ?? '?'}:${request.socket.remotePort ?? '?'}`
     if (this.stopping !== undefined) return ws.terminate()
     const link = new Link(ws, 'acceptor', remoteAddress, this.host, undefined, request.socket)
     this.links.add(link)
-    // Beyond the bound one handshake goes, for the reason given at `unauthenticated`.
+    // Beyond the bound one handshake goes, the oldest of the busiest address (pending.ts).
     const evicted = this.inboundHandshakes.add(link, addressGroup(request.socket.remoteAddress))
     if (evicted !== undefined) {
-      this.warnPending(evicted.remoteAddress)
+      this.listener.warnPending(evicted.remoteAddress)
       evicted.terminate()
     }
-    // Under TLS, the TCP socket under the TLS one is what `unauthenticated` holds: the one to release once proven.
-    this.socketOf.set(link, this.tcpSockets.get(remoteKey(request.socket)) ?? request.socket)
+    this.socketOf.set(link, request.socket)
     this.stopCounting.set(link, this.countBeforeProof(request.socket, remoteAddress))
   }
 
@@ -642,11 +644,6 @@ export class PeerTransport {
     return () => socket.off('data', count)
   }
 
-  private warnPending(remoteAddress: string): void {
-    const { handshakesPendingMax } = this.settings
-    this.pendingWarnings.warn(this.log, 'too many pending handshakes', { remoteAddress, handshakesPendingMax }, 'too many pending peer handshakes, dropping the oldest of the busiest address')
-  }
-
   /**
    * Which link of a pair to keep, decided the same way at both ends so they keep the same one: the link dialed by
    * the node with the lower name wins. Between two links dialed the same way, the newer wins: the older is then
@@ -655,6 +652,8 @@ export class PeerTransport {
   private shouldKeep(candidate: Link): boolean {
     const name = candidate.peer
     const peer = name === undefined ? undefined : this.peers.get(name)
+    // A WAN server not yet a peer is adopted when its link opens (onOpen), if there is room.
+    if (this.stopping === undefined && name !== undefined && peer === undefined && this.admits(name)) return true
     if (this.stopping !== undefined || name === undefined || peer === undefined) return false
     if (peer.link === undefined) return true
     const preferred = (link: Link): boolean => (link.role === 'dialer' ? this.nodeName < name : name < this.nodeName)
@@ -664,12 +663,21 @@ export class PeerTransport {
   private onOpen(link: Link): void {
     this.inboundHandshakes.delete(link)
     const socket = this.socketOf.get(link)
-    if (socket !== undefined) this.unauthenticated.delete(socket)
+    if (socket !== undefined) this.listener.authenticated(socket)
     this.socketOf.delete(link)
     this.stopCounting.get(link)?.()
     this.stopCounting.delete(link)
-    const peer = this.peers.get(link.peer!)
-    assert(peer !== undefined, 'a link opened for a node outside the peer set')
+    const introduction = this.introductions.get(link)
+    this.introductions.delete(link)
+    let peer = this.peers.get(link.peer!)
+    if (peer === undefined) {
+      // A WAN server adopted (shouldKeep admitted it): dialed again after a loss at the address we reached it on, or
+      // the one it advertised when it dialed us.
+      assert(this.host.linkKind === 'wan', 'a link opened for a node outside the peer set')
+      peer = this.addPeer(link.peer!, link.role === 'dialer' ? link.remoteAddress : (link.peerAdvertiseAddress ?? link.remoteAddress), { dial: false })
+      this.listener.updateMaxConnections()
+    }
+    introduction?.resolve(peer.name)
     if (peer.dialing === link) peer.dialing = undefined
     const previous = peer.link ?? peer.handover
     const handedOver = peer.link === undefined
@@ -692,6 +700,14 @@ export class PeerTransport {
   }
 
   private onClose(link: Link): void {
+    const introduction = this.introductions.get(link)
+    if (introduction !== undefined) {
+      this.introductions.delete(link)
+      // Refused as a duplicate of a link we already have with that server: introduced all the same.
+      const known = link.peer === undefined ? undefined : this.peers.get(link.peer)
+      if (link.closeCode === CloseCode.duplicate && known?.link !== undefined) introduction.resolve(known.name)
+      else introduction.reject(new TransportError('disconnected', link.remoteAddress, 'no', `no link with the server at ${link.remoteAddress} (close code ${link.closeCode ?? '?'})`))
+    }
     this.links.delete(link)
     this.inboundHandshakes.delete(link)
     this.socketOf.delete(link)
@@ -903,6 +919,7 @@ function resolveSettings(options: TransportOptions): Settings {
     handshakesPendingMax: options.handshakesPendingMax ?? 32,
     handshakeTimeoutMs: options.handshakeTimeoutMs ?? 5000,
     keepaliveIntervalMs: options.keepaliveIntervalMs ?? 1000,
+    peersMax: options.peersMax ?? 512,
     backoff: { initialMs: 50, maxMs: 2000, jitter: 0.5, ...options.backoff },
   }
   for (const [field, value] of Object.entries(settings)) {
@@ -944,16 +961,4 @@ function cryptoRandom(): number {
   return randomInt(2 ** 47) / 2 ** 47
 }
 
-/**
- * The acceptor's TLS options: its certificate, the CA every dialer's certificate must chain to, TLS 1.3, and a
- * certificate required of every dialer (requestCert with rejectUnauthorized: a dialer without one, or with one of
- * another CA, fails the TLS handshake before it can send a byte of WebSocket).
- */
-function tlsServerOptions(material: PeerTlsMaterial): { ca: Buffer; cert: Buffer; key: Buffer; minVersion: 'TLSv1.3'; requestCert: true; rejectUnauthorized: true } {
-  return { ca: material.ca, cert: material.cert, key: material.key, minVersion: PEER_TLS_VERSION, requestCert: true, rejectUnauthorized: true }
-}
 
-/** A connection's remote address and port, the key of `tcpSockets`. */
-function remoteKey(socket: Socket): string {
-  return `${socket.remoteAddress ?? '?'}|${socket.remotePort ?? '?'}`
-}

@@ -214,9 +214,10 @@ describe('ACL enforcement on the ACL endpoints', () => {
     expect(shown.body.Config.OIDCClientSecret).to.equal('very-secret')
   })
 
-  it('refuses a request for another datacenter on the ACL endpoints (no path to it)', async () => {
+  it('refuses a request for a datacenter it does not know on the ACL endpoints (404 unknown_datacenter), writing nothing', async () => {
     const response = await agent.request('PUT', '/v1/acl/policy?dc=dc9', { body: { Name: 'elsewhere-dc' } })
-    expect(response.status).to.equal(400)
+    expect(response.status).to.equal(404)
+    expect(response.body.Code).to.equal('unknown_datacenter')
     expect(response.body.Field).to.equal('dc')
     expect((await agent.request('GET', '/v1/acl/policy/name/elsewhere-dc')).status).to.equal(404)
     expect((await agent.request('GET', '/v1/acl/policies?dc=dc1')).status).to.equal(200)

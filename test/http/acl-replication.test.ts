@@ -46,9 +46,9 @@ describe('ACL replication status', function () {
     expect((await agent.request('GET', '/v1/acl/replication', { token: '5d7c1f4e-9b2a-4c3d-8e6f-0a1b2c3d4e5f' })).body).to.deep.equal(PRIMARY_STATUS)
   })
 
-  it('takes ?dc naming its own datacenter, and refuses one it has no path to with a 400 naming dc', async () => {
+  it('takes ?dc naming its own datacenter, and refuses one it does not know with a 404 naming dc', async () => {
     expect((await agent.request('GET', '/v1/acl/replication?dc=dc1', { token: null })).body).to.deep.equal(PRIMARY_STATUS)
-    expectError(await agent.request('GET', '/v1/acl/replication?dc=elsewhere', { token: null }), 400, 'invalid_input', 'dc')
+    expectError(await agent.request('GET', '/v1/acl/replication?dc=elsewhere', { token: null }), 404, 'unknown_datacenter', 'dc')
   })
 
   it('?stale does not change the answer (Consul reads it consistently in any case)', async () => {

@@ -229,17 +229,17 @@ describe('config entries', () => {
       expectErrorShape(await agent.request('PUT', '/v1/config', { raw, headers: { 'Content-Type': 'application/json' } }), 400, 'invalid_input', 'Meta.__proto__')
     })
 
-    it('accepts dc naming this datacenter or empty, and refuses any other with "no path to datacenter"', async () => {
+    it('accepts dc naming this datacenter or empty; any other is a datacenter this server does not know, a 404', async () => {
       await applied({ Kind: 'service-defaults', Name: unique('dc') }, '?dc=dc1')
       await applied({ Kind: 'service-defaults', Name: unique('dc') }, '?dc=')
       const other = await put({ Kind: 'service-defaults', Name: unique('dc') }, '?dc=dc2')
-      expectErrorShape(other, 400, 'invalid_input', 'dc')
-      expect(other.body.Error).to.include('no path to datacenter')
-      expectErrorShape(await get('service-defaults', 'web', '?dc=dc2'), 400, 'invalid_input', 'dc')
-      expectErrorShape(await list('service-defaults', '?dc=dc2'), 400, 'invalid_input', 'dc')
-      expectErrorShape(await agent.request('DELETE', '/v1/config/service-defaults/web?dc=dc2'), 400, 'invalid_input', 'dc')
+      expectErrorShape(other, 404, 'unknown_datacenter', 'dc')
+      expect(other.body.Error).to.include('unknown datacenter "dc2"')
+      expectErrorShape(await get('service-defaults', 'web', '?dc=dc2'), 404, 'unknown_datacenter', 'dc')
+      expectErrorShape(await list('service-defaults', '?dc=dc2'), 404, 'unknown_datacenter', 'dc')
+      expectErrorShape(await agent.request('DELETE', '/v1/config/service-defaults/web?dc=dc2'), 404, 'unknown_datacenter', 'dc')
       // Repeated, dc counts by its first value, as other parameters do.
-      expectErrorShape(await list('service-defaults', '?dc=dc2&dc=dc1'), 400, 'invalid_input', 'dc')
+      expectErrorShape(await list('service-defaults', '?dc=dc2&dc=dc1'), 404, 'unknown_datacenter', 'dc')
       expect((await list('service-defaults', '?dc=dc1&dc=dc2')).status).to.equal(200)
     })
 

@@ -6,9 +6,10 @@ import Router from '@koa/router'
 import type { ApiContext } from '../context.js'
 
 export function catalogRoutes(router: Router): void {
-  // The local datacenter first, as Consul lists it (its list is sorted by round-trip time from here). Datacenters are
-  // not federated yet, so it is the only one; the multi-datacenter issue appends the others.
+  // The local datacenter first, then the others by the round-trip time of their nearest linked server, as Consul
+  // lists them; a datacenter known but not linked now comes last.
   router.get('/v1/catalog/datacenters', (ctx) => {
-    ctx.body = [(ctx as ApiContext).state.app.settings.datacenter]
+    const { app } = (ctx as ApiContext).state
+    ctx.body = app.datacenters?.() ?? [app.settings.datacenter]
   })
 }

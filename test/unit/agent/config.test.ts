@@ -270,4 +270,23 @@ describe('agent/config', () => {
       expect(refusal(['--audit-log', ''])).to.match(/^--audit-log: must name a file/)
     })
   })
+
+  describe('--join-wan', () => {
+    it('takes cluster addresses from repeated flags or the file key retry_join_wan, and needs the cluster key', async () => {
+      expect(load(['--cluster-key', KEY, '--join-wan', '10.0.0.1:8300', '--join-wan', '10.0.1.1:8300']).joinWan).to.deep.equal(['10.0.0.1:8300', '10.0.1.1:8300'])
+      expect(load([]).joinWan).to.deep.equal([])
+      expect(refusal(['--join-wan', '10.0.0.1:8300'])).to.match(/^--join-wan: needs --cluster-key/)
+      expect(refusal(['--cluster-key', KEY, '--join-wan', 'nowhere'])).to.match(/^--join-wan: "nowhere" must be host:port/)
+      const dir = await mkdtemp(join(tmpdir(), 'warden-join-wan-'))
+      try {
+        const file = join(dir, 'agent.json')
+        await writeFile(file, JSON.stringify({ cluster_key: KEY, retry_join_wan: ['10.0.2.1:8300'] }))
+        expect(load(['--config-file', file]).joinWan).to.deep.equal(['10.0.2.1:8300'])
+        await writeFile(file, JSON.stringify({ cluster_key: KEY, retry_join_wan: '10.0.2.1:8300' }))
+        expect(refusal(['--config-file', file])).to.equal('retry_join_wan: must be a list of HOST:PORT cluster addresses')
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    })
+  })
 })

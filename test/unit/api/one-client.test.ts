@@ -23,6 +23,7 @@ const NOT_SCANNED = ['src/api/', 'src/http/']
 const ALLOWED: Record<string, string> = {
   'src/controllers/link-controller.ts': "the cloud link calls the cloud's token and cluster endpoints, not warden's API",
   'src/acl/auth/': "auth methods fetch OIDC discovery, JWKS and AWS STS documents from identity providers, not warden's API",
+  'test/unit/transport/listener.test.ts': "sends a plain HTTP request to the cluster port, which is not warden's API, to see it refused",
   'test/unit/cli/tls.test.ts': "tests generated certificates in TLS handshakes with a plain node:https server, not warden's API",
 }
 

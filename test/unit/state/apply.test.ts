@@ -100,6 +100,7 @@ const ALL_COMMAND_TYPES: Record<CommandType, true> = {
   'link.status': true,
   'raft.member.set': true,
   'raft.member.delete': true,
+  'acl.replicate': true,
   noop: true,
 }
 /** Command types some test below applied; the last test checks that this covers the union. */
@@ -858,6 +859,46 @@ describe('state: apply', function () {
       expect(h.store.tableIndex('role')).to.equal(3)
       expect(await h.ok(cmd.roleDelete(roleId(1)))).to.equal(true)
       await h.fails(cmd.tokenCreate(tokenCreate(1, { Roles: [{ Name: 'role-1' }] })), 'invalid_input', 'Roles[0].Name')
+    })
+  })
+
+  describe('acl.replicate', function () {
+    const replicate = (stream: 'policies' | 'roles', upserts: unknown[], deletes: string[], remoteIndex: number): Command =>
+      ({ v: COMMAND_VERSION, type: 'acl.replicate', stream, upserts, deletes, remoteIndex, now: NOW }) as Command
+
+    it("writes the primary's policies as they are, hashed as the primary hashes them, and records the replicated index", async function () {
+      const local = await h.ok<AclPolicy>(cmd.policyCreate(policyWrite(1)))
+      const result = await h.ok<{ RemoteIndex: number }>(replicate('policies', [policyWrite(1, { Rules: 'acl = "write"' }), policyWrite(2)], [], 40))
+      expect(result.RemoteIndex).to.equal(40)
+      const one = await h.policy(policyId(1))
+      expect(one).to.include({ Rules: 'acl = "write"', CreateIndex: local.CreateIndex, ModifyIndex: 2 })
+      expect(one?.Hash).to.equal(policyHash({ Name: 'policy-1', Description: '', Rules: 'acl = "write"', Datacenters: [] }))
+      expect((await h.policy(policyId(2)))?.Name).to.equal('policy-2')
+      expect(h.store.tableIndex('policy')).to.equal(2)
+      expect(h.store.tableIndex('replication')).to.equal(2)
+      // The replicated index never goes back within a stream, whatever a later batch says.
+      expect((await h.ok<{ RemoteIndex: number }>(replicate('policies', [], [], 30))).RemoteIndex).to.equal(40)
+    })
+
+    it('applies deletions first, never deletes global-management, and drops a local record of another ID holding an upserted name', async function () {
+      await h.ok(cmd.init())
+      await h.ok(cmd.policyCreate(policyWrite(1)))
+      await h.ok(cmd.policyCreate(policyWrite(2)))
+      // The primary renamed policy-1 to policy-2's name and deleted policy-2, in one round.
+      await h.ok(replicate('policies', [policyWrite(3, { Name: 'policy-1' })], [policyId(2), GLOBAL_MANAGEMENT_POLICY_ID], 50))
+      expect(await h.policy(policyId(1))).to.equal(undefined)
+      expect(await h.policy(policyId(2))).to.equal(undefined)
+      expect((await getByUnique(h.store.reader, policySpec, 'name', nsKey('default', 'policy-1')))?.ID).to.equal(policyId(3))
+      expect(await h.policy(GLOBAL_MANAGEMENT_POLICY_ID)).to.not.equal(undefined)
+    })
+
+    it("writes roles with the primary's links by ID, even to a policy not replicated yet", async function () {
+      await h.ok(replicate('roles', [roleWrite(1, { Policies: [{ ID: policyId(7), Name: 'later' }] })], [], 9))
+      const role = await h.role(roleId(1))
+      expect(role?.Policies).to.deep.equal([{ ID: policyId(7) }])
+      expect((await listByIndex(h.store.reader, roleSpec, 'policy', policyId(7))).map((r) => r.ID)).to.deep.equal([roleId(1)])
+      await h.ok(replicate('roles', [], [roleId(1)], 10))
+      expect(await h.role(roleId(1))).to.equal(undefined)
     })
   })
 

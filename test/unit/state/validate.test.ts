@@ -83,6 +83,7 @@ const EXAMPLES: Record<CommandType, Command> = {
   'link.status': { v: 1, type: 'link.status', status },
   'raft.member.set': { v: 1, type: 'raft.member.set', Node: 'n2', Address: '10.0.0.2:8300', Incarnation: 'abc' },
   'raft.member.delete': { v: 1, type: 'raft.member.delete', Node: 'n2' },
+  'acl.replicate': { v: 1, type: 'acl.replicate', stream: 'policies', upserts: [policy], deletes: [ID(9)], remoteIndex: 12, now: NOW },
   noop: { v: 1, type: 'noop' },
 }
 

@@ -1,0 +1,94 @@
+/**
+ * `?dc=X` for another datacenter (issue 19): the request goes, whole, to a server of X over a WAN link
+ * (rpc/dc-forward.ts), which serves it as if it had been sent there; its status, headers and body are this answer.
+ * The body is read here first, under the same limits as any request's (anonymous bodies against their own budget),
+ * so nothing larger or slower than a local request crosses.
+ *
+ * Served here whatever `dc` says: token self (the caller's own token, as Consul), the datacenter list, and a
+ * server's join (internal to a datacenter).
+ */
+import { WardenError } from '../lib/errors.js'
+import { forwardableHeaders } from '../rpc/dc-forward.js'
+import { ANONYMOUS_BODY, readBody } from './body.js'
+import type { ApiContext } from './context.js'
+import { blockingOf, secretOf } from './request.js'
+import { replicationRecords, type ReplicatedStream } from '../state/replication.js'
+
+const LOCAL_PATHS = new Set(['/v1/acl/token/self', '/v1/catalog/datacenters', '/v1/operator/raft/join'])
+/** What a request that is not a blocking query may take at X, as a local one. */
+const REQUEST_WAIT_MS = 60_000
+
+/** Whether a request naming another datacenter is forwarded there (else it is served here, ignoring `dc`). */
+export function forwardsToDatacenter(path: string): boolean {
+  return path.startsWith('/v1/') && !LOCAL_PATHS.has(path)
+}
+
+export async function forwardToDatacenter(ctx: ApiContext, datacenter: string): Promise<void> {
+  const forwarder = ctx.state.app.forwarder
+  if (forwarder === undefined) {
+    // No WAN links (a server without a cluster key): it knows no other datacenter.
+    throw new WardenError('unknown_datacenter', `dc: unknown datacenter ${JSON.stringify(datacenter)}: this server has no WAN links (it runs without a cluster key)`, 'dc')
+  }
+  const hasBody = ctx.method !== 'GET' && ctx.method !== 'HEAD'
+  const body = hasBody ? await readBody(ctx, secretOf(ctx) === undefined ? ANONYMOUS_BODY : {}) : undefined
+  const waitMs = blockingOf(ctx)?.waitMs ?? REQUEST_WAIT_MS
+  const request = { method: ctx.method, path: ctx.originalUrl, headers: forwardableHeaders(ctx.req.headers), ...(body === undefined || body.length === 0 ? {} : { body }) }
+  const answer = await forwarder.forward(datacenter, request, waitMs)
+  ctx.status = answer.status
+  for (const [name, value] of Object.entries(forwardableHeaders(answer.headers))) ctx.set(name, value)
+  ctx.body = answer.body
+}
+
+/** Writes a secondary sends to the primary, which holds the authority over them (issue 19): policies and roles. */
+const AUTHORITY_WRITES: Array<{ pattern: RegExp; stream: ReplicatedStream }> = [
+  { pattern: /^\/v1\/acl\/policy(\/[^/]+)?$/, stream: 'policies' },
+  { pattern: /^\/v1\/acl\/role(\/[^/]+)?$/, stream: 'roles' },
+]
+/** How long a write forwarded to the primary waits to be replicated here before it answers anyway (marked lagging). */
+export const READ_YOUR_WRITES_WAIT_MS = 5_000
+const REPLICATION_POLL_MS = 25
+
+/** The replicated stream a write to `path` belongs to, when a secondary must send it to the primary. */
+export function authorityStream(method: string, path: string): ReplicatedStream | undefined {
+  if (method !== 'PUT' && method !== 'POST' && method !== 'DELETE') return undefined
+  return AUTHORITY_WRITES.find((write) => write.pattern.test(path))?.stream
+}
+
+/**
+ * A secondary's write of what the primary holds the authority over: sent there with the caller's token, answered
+ * with the primary's answer, once this datacenter has replicated it (read your writes across datacenters), waiting
+ * at most READ_YOUR_WRITES_WAIT_MS; past that the answer carries `X-Service-Replication-Lagging: true`.
+ */
+export async function forwardToPrimary(ctx: ApiContext, stream: ReplicatedStream): Promise<void> {
+  const { settings, forwarder, state } = ctx.state.app
+  if (forwarder === undefined) throw new WardenError('no_path_to_datacenter', `dc: no path to datacenter ${JSON.stringify(settings.primaryDatacenter)}, the primary: this server has no WAN links`, 'dc')
+  await forwardToDatacenter(ctx, settings.primaryDatacenter)
+  if (ctx.status !== 200) return
+  // The primary's index the write reached: a record's ModifyIndex, or (a deletion answers `true`) the list's index.
+  let reached = modifyIndexOf(ctx.body)
+  if (reached === undefined) {
+    const path = stream === 'policies' ? '/v1/acl/policies' : '/v1/acl/roles'
+    const list = await forwarder.forward(settings.primaryDatacenter, { method: 'GET', path, headers: forwardableHeaders(ctx.req.headers) }, REQUEST_WAIT_MS)
+    reached = Number(list.headers['x-service-index'] ?? '0')
+  }
+  const deadline = Date.now() + READ_YOUR_WRITES_WAIT_MS
+  const replicated = async (): Promise<number> => (await replicationRecords(state.reader)).get(stream)?.RemoteIndex ?? 0
+  while ((await replicated()) < reached) {
+    if (Date.now() >= deadline) {
+      ctx.set('X-Service-Replication-Lagging', 'true')
+      ctx.set('X-Consul-Replication-Lagging', 'true')
+      return
+    }
+    await new Promise((resolve) => setTimeout(resolve, REPLICATION_POLL_MS))
+  }
+}
+
+function modifyIndexOf(body: unknown): number | undefined {
+  if (!Buffer.isBuffer(body)) return undefined
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { ModifyIndex?: unknown }
+    return typeof parsed.ModifyIndex === 'number' ? parsed.ModifyIndex : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * What a secondary datacenter replicates from the primary (issue 19): policies and roles, applied by the
+ * `acl.replicate` command its leader's replication loop proposes (controllers/acl-replication.ts), so its followers
+ * get them like any write and a new leader resumes from the replicated index of each stream, kept here in the
+ * `replication` table.
+ *
+ * A batch holds the primary's records as the primary has them (its IDs, names, fields; links by ID) and the IDs the
+ * primary no longer has. Deletions apply first, then upserts. The primary is the authority, so an upsert is written
+ * whatever the secondary holds: a local record of another ID holding the same name is dropped (the primary renamed or
+ * deleted it, and a later batch brings its new name if it has one), and a role may link a policy not replicated yet
+ * (reads leave out links whose target is missing, as for any deleted policy). Hashes are computed here as the primary
+ * computes them, so they match.
+ */
+import { GLOBAL_MANAGEMENT_POLICY_ID } from './builtins.js'
+import type { ApplyResult, PolicyWrite, RoleWrite } from './commands.js'
+import { policyHash, roleHash } from './acl-policies.js'
+import type { AclPolicy, AclRole } from './records.js'
+import { deleteRecord, getByUnique, getRecord, listRecords, policySpec, roleSpec, writeRecord, type TableSpec } from './tables.js'
+import { nsKey } from './keys.js'
+import type { Reader } from './reader.js'
+import type { Txn } from './txn.js'
+
+export type ReplicatedStream = 'policies' | 'roles'
+export const REPLICATED_STREAMS: readonly ReplicatedStream[] = ['policies', 'roles']
+
+/** How far one stream has replicated: the primary's index it has caught up to, and when. */
+export interface ReplicationRecord {
+  Stream: ReplicatedStream
+  /** The primary's index (its X-Service-Index of the list) that the secondary holds everything up to. */
+  RemoteIndex: number
+  /** When the batch that reached it was made, RFC 3339 (the leader's clock, carried in the command). */
+  LastSuccess: string
+  CreateIndex: number
+  ModifyIndex: number
+}
+
+export const replicationSpec: TableSpec<ReplicationRecord> = {
+  table: 'replication',
+  key: (record) => record.Stream,
+  unique: {},
+  multi: {},
+}
+
+export type ReplicateCommand =
+  | { v: 1; type: 'acl.replicate'; stream: 'policies'; upserts: PolicyWrite[]; deletes: string[]; remoteIndex: number; now: string }
+  | { v: 1; type: 'acl.replicate'; stream: 'roles'; upserts: RoleWrite[]; deletes: string[]; remoteIndex: number; now: string }
+
+export async function replicate(txn: Txn, command: ReplicateCommand, index: number): Promise<ApplyResult> {
+  if (command.stream === 'policies') {
+    for (const id of command.deletes) if (id !== GLOBAL_MANAGEMENT_POLICY_ID) await dropRecord(txn, policySpec, id)
+    for (const input of command.upserts) {
+      const fields = { ID: input.ID, Name: input.Name, Description: input.Description, Rules: input.Rules, Datacenters: input.Datacenters, Namespace: input.Namespace }
+      await upsert<AclPolicy>(txn, policySpec, fields.ID, nsKey(fields.Namespace, fields.Name), (existing) => ({
+        ...fields,
+        Hash: policyHash(fields),
+        CreateIndex: existing?.CreateIndex ?? index,
+        ModifyIndex: index,
+      }))
+    }
+  } else {
+    for (const id of command.deletes) await dropRecord(txn, roleSpec, id)
+    for (const input of command.upserts) {
+      // Links by ID as the primary resolved them: names are resolved when a record is read.
+      const fields = {
+        ID: input.ID,
+        Name: input.Name,
+        Description: input.Description,
+        Policies: input.Policies.filter((link) => link.ID !== undefined).map((link) => ({ ID: link.ID as string })),
+        TemplatedPolicies: input.TemplatedPolicies,
+        ServiceIdentities: input.ServiceIdentities,
+        NodeIdentities: input.NodeIdentities,
+        Namespace: input.Namespace,
+      }
+      await upsert<AclRole>(txn, roleSpec, fields.ID, nsKey(fields.Namespace, fields.Name), (existing) => ({
+        ...fields,
+        Hash: roleHash(fields),
+        CreateIndex: existing?.CreateIndex ?? index,
+        ModifyIndex: index,
+      }))
+    }
+  }
+  const existing = await getRecord(txn, replicationSpec, command.stream)
+  const record: ReplicationRecord = {
+    Stream: command.stream,
+    RemoteIndex: Math.max(existing?.RemoteIndex ?? 0, command.remoteIndex),
+    LastSuccess: command.now,
+    CreateIndex: existing?.CreateIndex ?? index,
+    ModifyIndex: index,
+  }
+  writeRecord(txn, replicationSpec, existing, record)
+  return { ok: true, value: record }
+}
+
+/** Each stream's record; absent for a stream that never replicated. */
+export async function replicationRecords(reader: Reader): Promise<Map<ReplicatedStream, ReplicationRecord>> {
+  const records = await listRecords(reader, replicationSpec)
+  return new Map(records.map((record) => [record.Stream, record]))
+}
+
+async function dropRecord<R>(txn: Txn, spec: TableSpec<R>, id: string): Promise<void> {
+  const existing = await getRecord(txn, spec, id)
+  if (existing !== undefined) deleteRecord(txn, spec, existing)
+}
+
+/** Writes the record of `id`, first dropping another record that holds its name. */
+async function upsert<R>(txn: Txn, spec: TableSpec<R>, id: string, name: string, build: (existing: R | undefined) => R): Promise<void> {
+  const holder = await getByUnique(txn, spec, 'name', name)
+  if (holder !== undefined && spec.key(holder) !== id) deleteRecord(txn, spec, holder)
+  const existing = await getRecord(txn, spec, id)
+  writeRecord(txn, spec, existing, build(existing))
+}

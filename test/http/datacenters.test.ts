@@ -1,0 +1,184 @@
+/**
+ * Datacenters joined over WAN links (issue 19, first step): servers started with `--join-wan` (a cluster address of
+ * a server of another datacenter) learn every datacenter, and `GET /v1/catalog/datacenters` (no token, as Consul)
+ * lists the local one first, then the others. One address is enough: a datacenter that joins through another
+ * becomes known to the first.
+ *
+ * Method: single-node datacenters as real agent processes sharing a cluster key, on 127.0.0.1.
+ */
+import { expect } from 'chai'
+import { randomBytes } from 'node:crypto'
+import { runWarden } from '../cli/run.js'
+import { eventually } from '../cluster/eventually.js'
+import { startAgent, type AgentProcess } from '../support/agent.js'
+
+describe('datacenters over WAN links', function () {
+  this.timeout(60_000)
+  const key = randomBytes(32).toString('base64')
+  const agents: AgentProcess[] = []
+
+  afterEach(async () => {
+    await Promise.all(agents.splice(0).map((agent) => agent.stop()))
+  })
+
+  async function datacenter(name: string, join: string[] = []): Promise<AgentProcess> {
+    const agent = await startAgent({ args: ['--datacenter', name, '--node-name', `${name}-s1`, ...join.flatMap((address) => ['--join-wan', address])], env: { WARDEN_CLUSTER_KEY: key } })
+    agents.push(agent)
+    return agent
+  }
+
+  const datacenters = async (agent: AgentProcess): Promise<string[]> => (await agent.request('GET', '/v1/catalog/datacenters', { token: null })).body as string[]
+
+  it('lists every datacenter, local first, learned from one --join-wan address each', async () => {
+    const dc1 = await datacenter('dc1')
+    const dc2 = await datacenter('dc2', [dc1.clusterAddress])
+    const dc3 = await datacenter('dc3', [dc2.clusterAddress])
+    const everywhere = async (): Promise<boolean> => {
+      for (const agent of [dc1, dc2, dc3]) if ([...(await datacenters(agent))].sort().join() !== 'dc1,dc2,dc3') return false
+      return true
+    }
+    await eventually(everywhere, 'every datacenter is known everywhere')
+    expect((await datacenters(dc1))[0]).to.equal('dc1')
+    expect((await datacenters(dc3))[0]).to.equal('dc3')
+    const listed = await runWarden(['catalog', 'datacenters', '-http-addr', dc2.httpAddress])
+    expect(listed.code, listed.stderr).to.equal(0)
+    expect(listed.stdout.split('\n')[0]).to.equal('dc2')
+    expect(listed.stdout.trim().split('\n').sort()).to.deep.equal(['dc1', 'dc2', 'dc3'])
+  })
+
+  it('a server with another cluster key never joins: its datacenter stays unknown', async () => {
+    const dc1 = await datacenter('dc1')
+    const stranger = await startAgent({ args: ['--datacenter', 'dc9', '--node-name', 'dc9-s1', '--join-wan', dc1.clusterAddress], env: { WARDEN_CLUSTER_KEY: randomBytes(32).toString('base64') } })
+    agents.push(stranger)
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    expect(await datacenters(dc1)).to.deep.equal(['dc1'])
+    expect(await datacenters(stranger)).to.deep.equal(['dc9'])
+  })
+
+  describe('?dc forwarding', () => {
+    it('serves a read, a write and a blocking query of another datacenter there, with its status, headers and body', async () => {
+      const dc1 = await datacenter('dc1')
+      const dc2 = await datacenter('dc2', [dc1.clusterAddress])
+      await eventually(async () => (await datacenters(dc2)).includes('dc1'), 'dc2 knows dc1')
+      // The management token of dc1 (a --dev token of its own) works against dc1 through dc2.
+      const token = dc1.managementToken
+      const created = await dc2.request('PUT', '/v1/acl/policy?dc=dc1', { token, body: { Name: 'made-through-dc2', Rules: '' } })
+      expect(created.status, created.text).to.equal(200)
+      expect((await dc1.request('GET', `/v1/acl/policy/${created.body.ID}`)).status).to.equal(200)
+      expect((await dc2.request('GET', `/v1/acl/policy/${created.body.ID}`, { token: dc2.managementToken })).status).to.equal(404)
+      const listed = await dc2.request('GET', '/v1/acl/policies?dc=dc1', { token })
+      expect(listed.status).to.equal(200)
+      expect(listed.body.map((policy: { Name: string }) => policy.Name)).to.include('made-through-dc2')
+      const local = await dc1.request('GET', '/v1/acl/policies')
+      expect(listed.headers.get('X-Service-Index')).to.equal(local.headers.get('X-Service-Index'))
+      // The other datacenter's ACLs decide: dc2's own token means nothing in dc1.
+      expect((await dc2.request('GET', '/v1/acl/policies?dc=dc1', { token: dc2.managementToken })).status).to.equal(403)
+      // A blocking query held in dc1 through dc2 returns when dc1 changes.
+      const index = Number(listed.headers.get('X-Service-Index'))
+      const held = dc2.request('GET', `/v1/acl/policies?dc=dc1&index=${index}&wait=20s`, { token })
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      await dc1.request('PUT', '/v1/acl/policy', { body: { Name: 'wakes-the-query', Rules: '' } })
+      const woken = await held
+      expect(woken.status).to.equal(200)
+      expect(Number(woken.headers.get('X-Service-Index'))).to.be.greaterThan(index)
+      expect(woken.body.map((policy: { Name: string }) => policy.Name)).to.include('wakes-the-query')
+    })
+
+    it('unknown datacenter: 404 unknown_datacenter; known but unreachable: 503 no_path_to_datacenter; token self stays local', async () => {
+      const dc1 = await datacenter('dc1')
+      const dc2 = await datacenter('dc2', [dc1.clusterAddress])
+      await eventually(async () => (await datacenters(dc2)).includes('dc1'), 'dc2 knows dc1')
+      const unknown = await dc2.request('GET', '/v1/acl/policies?dc=dc7', { token: null })
+      expect(unknown.status).to.equal(404)
+      expect(unknown.body).to.include({ Code: 'unknown_datacenter', Field: 'dc' })
+      const self = await dc2.request('GET', '/v1/acl/token/self?dc=dc1', { token: dc2.managementToken })
+      expect(self.status).to.equal(200)
+      expect(self.body.SecretID).to.equal(dc2.managementToken)
+      await dc1.stop()
+      agents.splice(agents.indexOf(dc1), 1)
+      await eventually(async () => (await dc2.request('GET', '/v1/acl/policies?dc=dc1', { token: null })).status === 503, 'dc1 unreachable')
+      const cut = await dc2.request('PUT', '/v1/acl/policy?dc=dc1', { token: null, body: { Name: 'nowhere', Rules: '' } })
+      expect(cut.status).to.equal(503)
+      expect(cut.body).to.include({ Code: 'no_path_to_datacenter', Field: 'dc' })
+    })
+  })
+
+  describe('a secondary datacenter', () => {
+    const MANAGEMENT = 'a1b2c3d4-0000-4000-8000-00000000beef'
+
+    async function federation(): Promise<{ dc1: AgentProcess; dc2: AgentProcess }> {
+      const dc1 = await startAgent({ args: ['--datacenter', 'dc1', '--node-name', 'dc1-s1'], env: { WARDEN_CLUSTER_KEY: key, WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } })
+      agents.push(dc1)
+      const dc2 = await startAgent({
+        args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1', '--node-name', 'dc2-s1', '--join-wan', dc1.clusterAddress],
+        env: { WARDEN_CLUSTER_KEY: key, WARDEN_ACL_REPLICATION_TOKEN: MANAGEMENT },
+      })
+      agents.push(dc2)
+      return { dc1, dc2 }
+    }
+
+    const names = async (agent: AgentProcess, path: string): Promise<string[]> => {
+      const answer = await agent.request('GET', path, { token: MANAGEMENT })
+      return answer.status === 200 ? (answer.body as Array<{ Name: string }>).map((record) => record.Name).sort() : []
+    }
+
+    it("replicates the primary's policies and roles, deletions and renames included, and resolves its tokens", async () => {
+      const { dc1, dc2 } = await federation()
+      const policy = await dc1.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'readers', Rules: 'acl = "read"' } })
+      const doomed = await dc1.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'doomed', Rules: '' } })
+      await dc1.request('PUT', '/v1/acl/role', { token: MANAGEMENT, body: { Name: 'ops', Policies: [{ ID: policy.body.ID }] } })
+      await eventually(async () => (await names(dc2, '/v1/acl/policies')).join() === 'doomed,global-management,readers', 'the policies replicated')
+      await eventually(async () => (await names(dc2, '/v1/acl/roles')).join() === 'ops', 'the role replicated')
+      const role = (await dc2.request('GET', '/v1/acl/role/name/ops', { token: MANAGEMENT })).body
+      expect(role.Policies).to.deep.equal([{ ID: policy.body.ID, Name: 'readers' }])
+      // The primary's token works here (resolved at the primary, its policies from the replicated state).
+      expect((await dc2.request('GET', '/v1/acl/token/self', { token: MANAGEMENT })).body.AccessorID).to.be.a('string')
+      await dc1.request('DELETE', `/v1/acl/policy/${doomed.body.ID}`, { token: MANAGEMENT })
+      await dc1.request('PUT', `/v1/acl/policy/${policy.body.ID}`, { token: MANAGEMENT, body: { ID: policy.body.ID, Name: 'readers-renamed', Rules: 'acl = "read"' } })
+      await eventually(async () => (await names(dc2, '/v1/acl/policies')).join() === 'global-management,readers-renamed', 'the deletion and the rename replicated')
+      const status = (await dc2.request('GET', '/v1/acl/replication', { token: null })).body
+      expect(status).to.include({ Enabled: true, Running: true, SourceDatacenter: 'dc1', ReplicationType: 'policies', LastErrorMessage: '' })
+      expect(status.ReplicatedIndex).to.be.greaterThan(0)
+      expect(status.ReplicatedRoleIndex).to.be.greaterThan(0)
+      expect((await dc1.request('GET', '/v1/acl/replication', { token: null })).body.Enabled).to.equal(false)
+    })
+
+    it('sends policy and role writes to the primary and answers once they are replicated here', async () => {
+      const { dc1, dc2 } = await federation()
+      await eventually(async () => (await names(dc2, '/v1/acl/policies')).includes('global-management'), 'replication running')
+      const written = await dc2.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'from-dc2', Rules: '' } })
+      expect(written.status, written.text).to.equal(200)
+      expect(written.headers.get('X-Service-Replication-Lagging')).to.equal(null)
+      // Read your writes: in the secondary at once, and in the primary, which holds it.
+      const readHere = await dc2.request('GET', `/v1/acl/policy/${written.body.ID}`, { token: MANAGEMENT })
+      expect(readHere.body.Name, readHere.text + JSON.stringify(written.body)).to.equal('from-dc2')
+      expect((await dc1.request('GET', `/v1/acl/policy/${written.body.ID}`, { token: MANAGEMENT })).body.Name).to.equal('from-dc2')
+      const deleted = await dc2.request('DELETE', `/v1/acl/policy/${written.body.ID}`, { token: MANAGEMENT })
+      expect(deleted.status).to.equal(200)
+      expect((await dc2.request('GET', `/v1/acl/policy/${written.body.ID}`, { token: MANAGEMENT })).status).to.equal(404)
+      expect((await dc1.request('GET', `/v1/acl/policy/${written.body.ID}`, { token: MANAGEMENT })).status).to.equal(404)
+    })
+
+    it('keeps serving replicated policies to a token it resolved once the primary is down (acl.down_policy extend-cache)', async () => {
+      const { dc1, dc2 } = await federation()
+      await dc1.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'survives', Rules: '' } })
+      await eventually(async () => (await names(dc2, '/v1/acl/policies')).includes('survives'), 'replicated')
+      await dc1.stop()
+      agents.splice(agents.indexOf(dc1), 1)
+      // Past the 30 s an answer of the primary holds, extend-cache keeps it: read within it here, and the write refused.
+      expect(await names(dc2, '/v1/acl/policies')).to.include('survives')
+      const refused = await dc2.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'nowhere', Rules: '' } })
+      expect(refused.status).to.equal(503)
+      expect(refused.body.Code).to.equal('no_path_to_datacenter')
+    })
+
+    it('refuses an initial management token of its own (exit 2)', async () => {
+      const started = await startAgent({ args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1'], env: { WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } }).then(
+        () => 'started',
+        (error: Error) => error.message,
+      )
+      expect(started).to.match(/exited with 2/)
+      expect(started).to.include('a secondary datacenter')
+    })
+  })
+})

@@ -1,0 +1,79 @@
+/**
+ * WAN membership (issue 19): servers learn every server of every datacenter from one --join-wan address each, over
+ * WAN links; a datacenter added later becomes known to all; datacenters are listed local first, then by round-trip
+ * time; members messages are checked whole.
+ *
+ * Method: real WAN transports on 127.0.0.1 (no Raft), one WanMembership each.
+ */
+import { expect } from 'chai'
+import { pino } from 'pino'
+import { membersOf, WanMembership } from '../../../src/rpc/wan-membership.js'
+import { PeerTransport } from '../../../src/transport/index.js'
+import { PeerListener } from '../../../src/transport/listener.js'
+import { CLUSTER_KEY, useCleanup, waitFor } from '../transport/harness.js'
+
+describe('rpc: WAN membership', function () {
+  this.timeout(20_000)
+  const cleanup = useCleanup()
+
+  async function server(node: string, datacenter: string, join: string[] = []): Promise<{ membership: WanMembership; address: string; transport: PeerTransport }> {
+    const listener = await PeerListener.start({ listen: { host: '127.0.0.1', port: 0 }, handshakeTimeoutMs: 2000, handshakesPendingMax: 32, log: pino({ level: 'silent' }) })
+    cleanup.defer(() => listener.stop())
+    const transport = await PeerTransport.start({
+      nodeName: `${node}.${datacenter}`,
+      advertiseAddress: `127.0.0.1:${listener.address.port}`,
+      datacenter,
+      linkKind: 'wan',
+      clusterKey: CLUSTER_KEY,
+      listener,
+      peers: new Map(),
+      handshakeTimeoutMs: 2000,
+      keepaliveIntervalMs: 100,
+      backoff: { initialMs: 20, maxMs: 200, jitter: 0.5 },
+      log: pino({ level: 'silent' }),
+    })
+    cleanup.defer(() => transport.stop())
+    const address = `127.0.0.1:${transport.address.port}`
+    const membership = new WanMembership({
+      transport,
+      self: { name: `${node}.${datacenter}`, datacenter, address, since: Date.now() },
+      join,
+      log: pino({ level: 'silent' }),
+      backoff: { initialMs: 20, maxMs: 200, jitter: 0.5 },
+    })
+    membership.start()
+    cleanup.defer(() => membership.stop())
+    return { membership, address, transport }
+  }
+
+  const names = (membership: WanMembership): string[] => membership.list().map((member) => member.name)
+
+  it('one --join-wan address each is enough: every server learns every server, also of a datacenter added later', async () => {
+    const n1 = await server('n1', 'dc1')
+    const n2 = await server('n2', 'dc1', [n1.address])
+    const a = await server('a', 'dc2', [n2.address])
+    const all = ['a.dc2', 'n1.dc1', 'n2.dc1']
+    await waitFor('three members everywhere', () => [n1, n2, a].every((one) => names(one.membership).join() === all.join()))
+    // A third datacenter joins through dc2's server only; dc1 learns of it.
+    const b = await server('b', 'dc3', ['127.0.0.1:1', a.address])
+    await waitFor('four members everywhere', () => [n1, n2, a, b].every((one) => one.membership.list().length === 4))
+    await waitFor('links with every member', () => [...n1.transport.stats().peers.values()].filter((peer) => peer.connected).length === 3)
+    expect(n1.membership.datacenters()[0]).to.equal('dc1')
+    expect([...n1.membership.datacenters()].sort()).to.deep.equal(['dc1', 'dc2', 'dc3'])
+    expect(b.membership.datacenters()[0]).to.equal('dc3')
+    expect(n1.membership.serversOf('dc2').map((one) => one.name)).to.deep.equal(['a.dc2'])
+    expect(n1.membership.serversOf('dc1').map((one) => one.name)).to.deep.equal(['n2.dc1'])
+    await waitFor('round-trip times measured', () => n1.membership.serversOf('dc3')[0]?.rttMs !== undefined)
+    expect(n1.membership.serversOf('dc3')[0]?.connected).to.equal(true)
+  })
+
+  it('checks a members message whole: a record whose name and datacenter disagree, or a bad address, refuses it', () => {
+    const good = { name: 'n1.dc1', datacenter: 'dc1', address: '10.0.0.1:8300', since: 5 }
+    expect(membersOf({ type: 'wan.members', members: [good] })).to.deep.equal([good])
+    expect(membersOf({ type: 'wan.members', members: [good, { ...good, datacenter: 'dc2' }] })).to.equal(undefined)
+    expect(membersOf({ type: 'wan.members', members: [{ ...good, address: 'nowhere' }] })).to.equal(undefined)
+    expect(membersOf({ type: 'wan.members', members: [{ ...good, since: -1 }] })).to.equal(undefined)
+    expect(membersOf({ type: 'other', members: [] })).to.equal(undefined)
+    expect(membersOf({ type: 'wan.members', members: new Array(513).fill(good) })).to.equal(undefined)
+  })
+})
