@@ -8,6 +8,7 @@
  * chunks, with a chunk of the other direction in between, is still found by searching a stream.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net'
+import { pairSockets } from './socket-pair.js'
 
 /** One direction of one relayed connection, from its first byte. */
 export interface RecordedStream {
@@ -44,17 +45,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
     const record = { connection: proxy.connections, toAcceptor: [] as Buffer[], toDialer: [] as Buffer[] }
     recorded.push(record)
     const upstream = connect({ host, port: Number(port) })
-    for (const socket of [client, upstream]) {
-      sockets.add(socket)
-      socket.on('close', () => sockets.delete(socket))
-      // Either side failing (a reset, a refused upstream) ends the pair.
-      socket.on('error', () => {
-        client.destroy()
-        upstream.destroy()
-      })
-    }
-    client.on('close', () => upstream.destroy())
-    upstream.on('close', () => client.destroy())
+    pairSockets(client, upstream, sockets)
     const keep = (chunks: Buffer[], chunk: Buffer): void => {
       if (total + chunk.length > CAPTURE_BYTES_MAX) return
       total += chunk.length

@@ -7,6 +7,7 @@
  * cluster/proxy.ts is the cluster tool's proxy (partitions, whole connections); this one works frame by frame.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net'
+import { pairSockets } from './socket-pair.js'
 
 export type RelayDirection = 'toAcceptor' | 'toDialer'
 
@@ -62,17 +63,7 @@ export async function startRelay(defer: (closer: () => unknown) => void, target:
     relay.connections += 1
     const connection = relay.connections
     const upstream = connect({ host, port: Number(port), ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }) })
-    for (const socket of [client, upstream]) {
-      sockets.add(socket)
-      socket.on('close', () => sockets.delete(socket))
-      socket.on('error', () => {
-        // A reset is what some tests provoke; either side failing ends the pair.
-        client.destroy()
-        upstream.destroy()
-      })
-    }
-    client.on('close', () => upstream.destroy())
-    upstream.on('close', () => client.destroy())
+    pairSockets(client, upstream, sockets)
     const forward = (from: Socket, to: Socket, direction: RelayDirection): void => {
       const parser = new FrameSplitter((frame) => {
         if (relay.frames.length < FRAMES_MAX) relay.frames.push(frame)

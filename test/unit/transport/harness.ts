@@ -12,6 +12,7 @@ import { PeerTransport, PEER_PATH, type TransportOptions } from '../../../src/tr
 import { decodeFrame, encodeFrame, PROTOCOL_VERSION, type Frame } from '../../../src/transport/frames.js'
 import { ClusterKey, type HandshakeTranscript } from '../../../src/transport/handshake.js'
 import { Opener, Sealer } from '../../../src/transport/seal.js'
+import { pairSockets } from '../../support/socket-pair.js'
 
 export const CLUSTER_KEY = 'test-cluster-key-5b0c1d7e-not-for-production'
 /** The datacenter of every test node unless a test says otherwise. */
@@ -173,17 +174,7 @@ export async function startProxy(cleanup: Cleanup, target: string): Promise<Prox
     const upstream = connect(Number(port), host)
     client.on('data', record)
     upstream.on('data', record)
-    for (const socket of [client, upstream]) {
-      sockets.add(socket)
-      socket.on('close', () => sockets.delete(socket))
-      // Either side failing ends the pair, as a real proxy would.
-      socket.on('error', () => {
-        client.destroy()
-        upstream.destroy()
-      })
-    }
-    client.on('close', () => upstream.destroy())
-    upstream.on('close', () => client.destroy())
+    pairSockets(client, upstream, sockets)
     upstream.pipe(client)
     client.pipe(upstream)
     if (paused) client.pause()
