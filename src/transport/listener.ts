@@ -187,6 +187,9 @@ export class PeerListener {
     const path = (request.url ?? '').split('?', 1)[0] ?? ''
     const entry = this.stopping === undefined ? this.routes.get(path) : undefined
     if (entry === undefined) {
+      // Node's server no longer listens for this socket's errors once it is an upgrade's: a reset while the 404 is
+      // written would be an uncaught error, and take the process down.
+      socket.on('error', () => socket.destroy())
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
       return
     }

@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai'
 import { request } from 'node:http'
+import { connect } from 'node:net'
 import { pino } from 'pino'
 import { WebSocket } from 'ws'
 import { PeerListener, type Route } from '../../../src/transport/listener.js'
@@ -54,6 +55,23 @@ describe('transport: the cluster port', () => {
     expect(accepted).to.deep.equal(['wan', 'raft', 'raft'])
     port.unroute('/warden/wan/v1')
     expect(await upgrade(port.address.port, '/warden/wan/v1')).to.equal(404)
+  })
+
+  it('survives a client that resets its connection after asking for an unknown path', async () => {
+    const port = await listener()
+    const accepted: string[] = []
+    port.route('/warden/peer/v1', route(accepted, 'raft'))
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      const socket = connect(port.address.port, '127.0.0.1')
+      socket.on('error', () => undefined)
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+      socket.write('GET /nope HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n')
+      // A reset (RST) rather than a close, while the listener writes its 404.
+      socket.resetAndDestroy()
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    // Still serving (an error without a listener on a socket would have taken the process down).
+    expect(await upgrade(port.address.port, '/warden/peer/v1')).to.equal(101)
   })
 
   it('answers a plain HTTP request 426', async () => {
