@@ -179,7 +179,8 @@ export class TokenResolver {
       }
     }
     const token = entry.token
-    if (token === undefined || isExpired(token, nowMs)) throw new AclNotFoundError()
+    // A local token of the primary stays there: it is unknown in every other datacenter (Consul #7381).
+    if (token === undefined || token.Local || isExpired(token, nowMs)) throw new AclNotFoundError()
     const authorization = await authorizeToken(this.state.reader, token, this.settings.datacenter, this.settings.defaultPolicy)
     return { token, accessorID: token.AccessorID, permissions: { allows: (resource, access, name) => authorization.authorizer.check(resource, access, name) } }
   }

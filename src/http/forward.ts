@@ -23,6 +23,30 @@ export function forwardsToDatacenter(path: string): boolean {
   return path.startsWith('/v1/') && !LOCAL_PATHS.has(path)
 }
 
+/**
+ * The request's path and query as sent to `datacenter`, its `dc` parameters naming that datacenter: the server there
+ * serves it, and never sends it on. (A secondary's write to the primary of a request that named the secondary itself
+ * would otherwise be sent back by the primary, and back again, until every WAN request slot was taken.)
+ */
+export function pathFor(url: string, datacenter: string): string {
+  const question = url.indexOf('?')
+  if (question === -1) return url
+  const pairs = url
+    .slice(question + 1)
+    .split('&')
+    .map((pair) => {
+      const name = pair.split('=', 1)[0] ?? ''
+      let decoded = name
+      try {
+        decoded = decodeURIComponent(name)
+      } catch {
+        // Not percent-encoded validly: kept as it is (the server there refuses it as here).
+      }
+      return decoded === 'dc' ? `dc=${encodeURIComponent(datacenter)}` : pair
+    })
+  return `${url.slice(0, question)}?${pairs.join('&')}`
+}
+
 export async function forwardToDatacenter(ctx: ApiContext, datacenter: string): Promise<void> {
   const forwarder = ctx.state.app.forwarder
   if (forwarder === undefined) {
@@ -32,7 +56,7 @@ export async function forwardToDatacenter(ctx: ApiContext, datacenter: string): 
   const hasBody = ctx.method !== 'GET' && ctx.method !== 'HEAD'
   const body = hasBody ? await readBody(ctx, secretOf(ctx) === undefined ? ANONYMOUS_BODY : {}) : undefined
   const waitMs = blockingOf(ctx)?.waitMs ?? REQUEST_WAIT_MS
-  const request = { method: ctx.method, path: ctx.originalUrl, headers: forwardableHeaders(ctx.req.headers), ...(body === undefined || body.length === 0 ? {} : { body }) }
+  const request = { method: ctx.method, path: pathFor(ctx.originalUrl, datacenter), headers: forwardableHeaders(ctx.req.headers), ...(body === undefined || body.length === 0 ? {} : { body }) }
   const answer = await forwarder.forward(datacenter, request, waitMs)
   ctx.status = answer.status
   for (const [name, value] of Object.entries(forwardableHeaders(answer.headers))) ctx.set(name, value)

@@ -172,6 +172,27 @@ describe('datacenters over WAN links', function () {
       expect(refused.body.Code).to.equal('no_path_to_datacenter')
     })
 
+    it('a write naming the secondary itself (?dc=dc2) goes to the primary once, never back and forth', async () => {
+      const { dc1, dc2 } = await federation()
+      await eventually(async () => (await names(dc2, '/v1/acl/policies')).includes('global-management'), 'replication running')
+      const anonymous = await dc2.request('PUT', '/v1/acl/policy?dc=dc2', { token: null, body: { Name: 'loop', Rules: '' } })
+      expect(anonymous.status, anonymous.text).to.equal(403)
+      const written = await dc2.request('PUT', '/v1/acl/policy?dc=dc2', { token: MANAGEMENT, body: { Name: 'named-dc2', Rules: '' } })
+      expect(written.status, written.text).to.equal(200)
+      expect((await dc1.request('GET', `/v1/acl/policy/${written.body.ID}`, { token: MANAGEMENT })).status).to.equal(200)
+    })
+
+    it("refuses the primary's local tokens: they never leave their datacenter", async () => {
+      const { dc1, dc2 } = await federation()
+      const local = await dc1.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Local: true, Policies: [{ Name: 'global-management' }] } })
+      expect(local.status, local.text).to.equal(200)
+      await eventually(async () => (await names(dc2, '/v1/acl/policies')).includes('global-management'), 'dc2 up')
+      expect((await dc1.request('GET', '/v1/acl/policies', { token: local.body.SecretID })).status).to.equal(200)
+      const refused = await dc2.request('GET', '/v1/acl/policies', { token: local.body.SecretID })
+      expect(refused.status).to.equal(403)
+      expect(refused.body.Code).to.equal('acl_not_found')
+    })
+
     it('refuses an initial management token of its own (exit 2)', async () => {
       const started = await startAgent({ args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1'], env: { WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } }).then(
         () => 'started',
