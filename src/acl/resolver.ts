@@ -6,7 +6,7 @@
  * policy or role it was built from changes; every entry goes when policies or roles are deleted wholesale by a
  * cascade, so a request right after an edit is always judged by the edited rules. The cache is bounded.
  */
-import { AclNotFoundError } from '../lib/errors.js'
+import { AclNotFoundError, WardenError } from '../lib/errors.js'
 import { ANONYMOUS_TOKEN_ID, ANONYMOUS_TOKEN_SECRET } from '../state/builtins.js'
 import { recordPrefix, type Table } from '../state/keys.js'
 import type { AclToken } from '../state/records.js'
@@ -49,8 +49,13 @@ export interface ResolverSettings {
 }
 
 export interface RemoteResolution {
-  /** The token of `secret` at the primary; undefined when the primary says there is none; throws when it cannot be asked. */
+  /**
+   * The token of `secret` at the primary; undefined when the primary says there is none. Throws a WardenError
+   * `no_path_to_datacenter` or `unknown_datacenter` when the primary cannot be reached (then acl.down_policy
+   * decides), and anything else when it could be reached but did not answer (then the request fails with that).
+   */
   lookup(secret: string): Promise<AclToken | undefined>
+  /** How long the primary's answer holds; a "no such token" holds NEGATIVE_TTL_MS at most. */
   ttlMs: number
   downPolicy: 'allow' | 'deny' | 'extend-cache' | 'async-cache'
 }
@@ -62,6 +67,10 @@ interface RemoteEntry {
 
 /** Secrets resolved at the primary that are remembered at once (answers and refusals alike); the oldest go first. */
 const REMOTE_ENTRIES_MAX = 16_384
+/** A secret the primary did not know is asked again after this: a token just created there works here soon. */
+const NEGATIVE_TTL_MS = 2_000
+/** What makes acl.down_policy apply: the primary cannot be reached at all, not merely busy or failing. */
+const PRIMARY_DOWN = new Set(['no_path_to_datacenter', 'unknown_datacenter'])
 
 const TOKEN_PREFIX = recordPrefix('token')
 const POLICY_PREFIX = recordPrefix('policy')
@@ -74,6 +83,8 @@ export class TokenResolver {
   private readonly cacheEntriesMax: number
   /** Digest to what the primary answered for it, while it holds (ttlMs), or longer when the primary is down. */
   private readonly remote = new Map<string, RemoteEntry>()
+  /** Lookups under way, by digest: concurrent requests with one secret ask the primary once. Bounded as `remote`. */
+  private readonly lookups = new Map<string, Promise<AclToken | undefined>>()
 
   constructor(
     private readonly state: StateStore,
@@ -158,6 +169,16 @@ export class TokenResolver {
     return caller
   }
 
+  private lookUp(secret: string, digest: string, remote: RemoteResolution): Promise<AclToken | undefined> {
+    const running = this.lookups.get(digest)
+    if (running !== undefined) return running
+    if (this.lookups.size >= REMOTE_ENTRIES_MAX) return remote.lookup(secret)
+    const started = remote.lookup(secret).finally(() => this.lookups.delete(digest))
+    this.lookups.set(digest, started)
+    started.catch(noop)
+    return started
+  }
+
   /**
    * A secret this datacenter does not hold, resolved by the primary (remote.lookup) and remembered for remote.ttlMs;
    * its policies and roles are this datacenter's. Not in the authorizer cache: a remembered answer expires by time,
@@ -165,14 +186,17 @@ export class TokenResolver {
    */
   private async resolveRemotely(secret: string, digest: string, nowMs: number, remote: RemoteResolution): Promise<Caller> {
     let entry = this.remote.get(digest)
-    if (entry === undefined || nowMs - entry.fetchedAtMs >= remote.ttlMs) {
+    const holdsMs = entry?.token === undefined ? Math.min(NEGATIVE_TTL_MS, remote.ttlMs) : remote.ttlMs
+    if (entry === undefined || nowMs - entry.fetchedAtMs >= holdsMs) {
       try {
-        entry = { token: await remote.lookup(secret), fetchedAtMs: nowMs }
+        entry = { token: await this.lookUp(secret, digest, remote), fetchedAtMs: nowMs }
         this.remote.delete(digest)
         if (this.remote.size >= REMOTE_ENTRIES_MAX) this.remote.delete(this.remote.keys().next().value as string)
         this.remote.set(digest, entry)
-      } catch {
-        // The primary cannot be asked: acl.down_policy.
+      } catch (error) {
+        // Reached but no answer (busy, failing): the request fails with that, whatever acl.down_policy says.
+        if (!(error instanceof WardenError) || !PRIMARY_DOWN.has(error.code)) throw error
+        // The primary cannot be reached: acl.down_policy.
         if (remote.downPolicy === 'allow') return allowAll(secret)
         if (remote.downPolicy === 'deny' || entry === undefined) throw new AclNotFoundError()
         // extend-cache, async-cache: what the primary said last, however old.
@@ -186,6 +210,8 @@ export class TokenResolver {
   }
 }
 
+/** The rejection of a shared lookup is handled by each caller that awaits it. */
+function noop(): void {}
 /** acl.down_policy allow: the primary is down and the request goes through, whoever sent it (Consul's "allow"). */
 function allowAll(secret: string): Caller {
   const token: AclToken = {

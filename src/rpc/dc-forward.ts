@@ -90,6 +90,7 @@ export class DatacenterForwarder {
     const read = request.method === 'GET' || request.method === 'HEAD'
     const message: ForwardMessage = { type: 'http.forward', request }
     const failures: string[] = []
+    let busy = 0
     for (const server of servers) {
       try {
         const answer = answerOf(await this.transport.request(server.name, message, waitMs + FORWARD_SLACK_MS))
@@ -98,11 +99,15 @@ export class DatacenterForwarder {
       } catch (error) {
         if (!(error instanceof TransportError)) throw error
         failures.push(`${server.name}: ${error.message}`)
+        if (error.code === 'too_many_requests' || error.code === 'queue_full') busy += 1
         if (error.delivered === 'no' || read) continue
         this.log.warn({ datacenter, server: server.name, err: error.message }, 'a write forwarded to another datacenter got no answer')
         throw new WardenError('outcome_unknown', `the write was sent to datacenter ${datacenter} (server ${server.name}) and no answer came back: it may or may not have been applied`)
       }
     }
+    // Every server there was reachable but this server's own bounds were full: busy, not cut off (a caller deciding on
+    // acl.down_policy must not take this for the datacenter being down).
+    if (busy > 0 && busy === failures.length) throw new WardenError('rate_limited', `dc: too many requests in flight to datacenter ${JSON.stringify(datacenter)}; try again`, 'dc')
     const why = failures.length === 0 ? 'no server of it is linked with this one now' : failures.join('; ')
     throw new WardenError('no_path_to_datacenter', `dc: no path to datacenter ${JSON.stringify(datacenter)}: ${why}`, 'dc')
   }

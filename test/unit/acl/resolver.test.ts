@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai'
 import { TokenResolver } from '../../../src/acl/resolver.js'
-import { AclNotFoundError } from '../../../src/lib/errors.js'
+import { AclNotFoundError, WardenError } from '../../../src/lib/errors.js'
 import { COMMAND_VERSION, type Command, type TokenCreate } from '../../../src/state/commands.js'
 import { recordKey } from '../../../src/state/keys.js'
 import type { Reader } from '../../../src/state/reader.js'
@@ -58,5 +58,82 @@ describe('token resolver: the authorizer cache', function () {
       error = caught
     }
     expect(error).to.be.instanceOf(AclNotFoundError)
+  })
+})
+
+describe("token resolver: a secondary's secrets resolved at the primary", function () {
+  const dirs = useTempDirs()
+  const NOW = Date.parse('2024-05-01T12:00:00Z')
+  const remoteToken = { ...buildTokenCreate({ AccessorID: ACCESSOR, SecretID: SECRET, CreateTime: '2024-05-01T12:00:00Z' }), Policies: [], Hash: '', CreateIndex: 1, ModifyIndex: 1 }
+
+  async function resolverWith(lookup: (secret: string) => Promise<unknown>, downPolicy: 'allow' | 'deny' | 'extend-cache' = 'extend-cache'): Promise<TokenResolver> {
+    const store = await StateStore.open(await dirs.make())
+    dirs.defer(() => store.close())
+    await store.apply({ v: COMMAND_VERSION, type: 'acl.init' }, 1)
+    return new TokenResolver(store, { datacenter: 'dc2', defaultPolicy: 'deny', remote: { lookup: lookup as never, ttlMs: 30_000, downPolicy } })
+  }
+
+  const outcome = (resolving: Promise<unknown>): Promise<string> =>
+    resolving.then(
+      () => 'resolved',
+      (error: unknown) => (error instanceof AclNotFoundError ? 'acl_not_found' : error instanceof WardenError ? error.code : 'error'),
+    )
+
+  it('asks the primary once for concurrent requests with one secret, and holds its answer', async function () {
+    let asked = 0
+    const resolver = await resolverWith(async () => {
+      asked += 1
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      return remoteToken
+    })
+    await Promise.all(Array.from({ length: 10 }, () => resolver.resolve(SECRET, NOW)))
+    await resolver.resolve(SECRET, NOW + 10_000)
+    expect(asked).to.equal(1)
+    await resolver.resolve(SECRET, NOW + 31_000)
+    expect(asked).to.equal(2)
+  })
+
+  it('down_policy allow lets a request through only when the primary cannot be reached, never when it is merely busy', async function () {
+    const unreachable = await resolverWith(async () => {
+      throw new WardenError('no_path_to_datacenter', 'dc: no path')
+    }, 'allow')
+    expect(await outcome(unreachable.resolve(SECRET, NOW))).to.equal('resolved')
+    const busy = await resolverWith(async () => {
+      throw new WardenError('rate_limited', 'dc: too many requests in flight')
+    }, 'allow')
+    expect(await outcome(busy.resolve(SECRET, NOW))).to.equal('rate_limited')
+    const failing = await resolverWith(async () => {
+      throw new Error('the primary answered token self with 500')
+    }, 'allow')
+    expect(await outcome(failing.resolve(SECRET, NOW))).to.equal('error')
+  })
+
+  it('extend-cache keeps what the primary said while it cannot be reached; deny refuses', async function () {
+    let down = false
+    const lookup = async (): Promise<unknown> => {
+      if (down) throw new WardenError('no_path_to_datacenter', 'dc: no path')
+      return remoteToken
+    }
+    const extend = await resolverWith(lookup)
+    expect(await outcome(extend.resolve(SECRET, NOW))).to.equal('resolved')
+    const deny = await resolverWith(lookup, 'deny')
+    expect(await outcome(deny.resolve(SECRET, NOW))).to.equal('resolved')
+    down = true
+    expect(await outcome(extend.resolve(SECRET, NOW + 3_600_000))).to.equal('resolved')
+    expect(await outcome(deny.resolve(SECRET, NOW + 3_600_000))).to.equal('acl_not_found')
+  })
+
+  it('refuses a local token of the primary, and asks again soon about a secret the primary did not know', async function () {
+    let asked = 0
+    let known = false
+    const resolver = await resolverWith(async () => {
+      asked += 1
+      return known ? { ...remoteToken, Local: asked > 2 } : undefined
+    })
+    expect(await outcome(resolver.resolve(SECRET, NOW))).to.equal('acl_not_found')
+    known = true
+    expect(await outcome(resolver.resolve(SECRET, NOW + 1_000))).to.equal('acl_not_found')
+    expect(await outcome(resolver.resolve(SECRET, NOW + 2_500))).to.equal('resolved')
+    expect(await outcome(resolver.resolve(SECRET, NOW + 40_000))).to.equal('acl_not_found')
   })
 })
