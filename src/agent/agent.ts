@@ -295,8 +295,9 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     closing.abort()
     await reaper.stop()
     await linkController.stop()
-    await replicator?.stop()
+    const replicating = replicator?.stop()
     await started.stop()
+    await replicating
     await state.close()
     await audit?.close()
     throw error
@@ -332,8 +333,11 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
       clearTimeout(forced)
       await reaper.stop()
       await linkController.stop()
-      await replicator?.stop()
+      // The replication loop may be waiting on the primary's blocking query (minutes): stopping the WAN links below
+      // ends that wait, so the loop is told to stop first and awaited after.
+      const replicating = replicator?.stop()
       await started.stop()
+      await replicating
       await state.close()
       // Last: the outcome lines of the requests answered above are written before the file closes.
       await audit?.close()

@@ -193,6 +193,15 @@ describe('datacenters over WAN links', function () {
       expect(refused.body.Code).to.equal('acl_not_found')
     })
 
+    it("stops promptly while its replication waits on the primary's blocking query", async () => {
+      const { dc2 } = await federation()
+      await eventually(async () => (await dc2.request('GET', '/v1/acl/replication', { token: null })).body.ReplicatedIndex > 0, 'replication caught up')
+      const started = Date.now()
+      agents.splice(agents.indexOf(dc2), 1)
+      expect(await dc2.stop()).to.equal(0)
+      expect(Date.now() - started).to.be.below(8_000)
+    })
+
     it('refuses an initial management token of its own (exit 2)', async () => {
       const started = await startAgent({ args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1'], env: { WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } }).then(
         () => 'started',
