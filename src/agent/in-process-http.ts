@@ -47,7 +47,9 @@ export function inProcessHttp(handler: (request: IncomingMessage, response: Serv
         const text = JSON.stringify({ Error: `the answer is over ${ANSWER_BYTES_MAX} bytes, more than a request forwarded between datacenters carries; narrow it (filter, a smaller list)`, Code: 'payload_too_large' })
         return { status: 413, headers: { 'content-type': 'application/json' }, body: Buffer.from(text) }
       }
-      throw new WardenError('internal', `a forwarded request could not be served: ${(error as Error).message}`)
+      // A write may have been applied before the exchange failed: its outcome is unknown, never a plain failure.
+      const write = request.method !== 'GET' && request.method !== 'HEAD'
+      throw new WardenError(write ? 'outcome_unknown' : 'internal', `a forwarded request could not be served: ${(error as Error).message}`)
     }
   }
 }

@@ -116,15 +116,17 @@ export class AclReplicator {
   }
 
   /** One round: waits for the primary's list to move past `seenIndex`, then brings the local records to it. */
-  private async round(stream: ReplicatedStream, seenIndex: number | undefined): Promise<number> {
+  private async round(stream: ReplicatedStream, seenIndex: number | undefined): Promise<number | undefined> {
     if (this.settings.token === undefined) throw new Error('no replication token: set acl.tokens.replication (or --acl-replication-token-file, WARDEN_ACL_REPLICATION_TOKEN)')
     const replicated = (await replicationRecords(this.state.reader)).get(stream)?.RemoteIndex ?? 0
-    const query = seenIndex === undefined ? 'ns=*&stale' : `ns=*&stale&index=${seenIndex}&wait=${WAIT_MS}ms`
+    // Not ?stale: a lagging server of the primary would list fewer records, and the diff would delete here what the
+    // primary still has. The primary's leader answers (its default consistency), as for the reads of each record.
+    const query = seenIndex === undefined ? 'ns=*' : `ns=*&index=${seenIndex}&wait=${WAIT_MS}ms`
     const listed = await this.get(`${PATHS[stream].list}?${query}`, seenIndex === undefined ? 60_000 : WAIT_MS)
     const remoteIndex = Number(listed.headers['x-service-index'] ?? '0')
     if (!Number.isSafeInteger(remoteIndex) || remoteIndex < 0) throw new Error(`the primary answered ${PATHS[stream].list} without an index`)
     if (seenIndex !== undefined && remoteIndex === seenIndex) return remoteIndex
-    if (remoteIndex < replicated) this.log.warn({ stream, remoteIndex, replicated }, "the primary's index went backwards (a restore?): resynchronising in full")
+    if (remoteIndex < replicated && seenIndex === undefined) this.log.warn({ stream, remoteIndex, replicated }, "the primary's index is below the one replicated (a restore?): resynchronising in full")
     const remote = parseList(listed.body, stream)
     const local = stream === 'policies' ? await listRecords(this.state.reader, policySpec) : await listRecords(this.state.reader, roleSpec)
     const localHash = new Map(local.map((record) => [record.ID, record.Hash]))
@@ -132,12 +134,23 @@ export class AclReplicator {
     const changed = remote.filter((record) => localHash.get(record.ID) !== record.Hash)
     const deletes = local.map((record) => record.ID).filter((id) => !remoteIds.has(id))
     const upserts: Array<PolicyWrite | RoleWrite> = []
+    let missed = 0
     for (let start = 0; start < changed.length; start += FETCH_CONCURRENCY) {
       const fetched = await Promise.all(changed.slice(start, start + FETCH_CONCURRENCY).map((record) => this.fetch(stream, record)))
-      for (const record of fetched) if (record !== undefined) upserts.push(record)
+      for (const record of fetched) {
+        if (record !== undefined) upserts.push(record)
+        else missed += 1
+      }
     }
-    await this.apply(stream, upserts, deletes, remoteIndex, replicated)
-    if (upserts.length + deletes.length > 0) this.log.info({ stream, upserts: upserts.length, deletes: deletes.length, remoteIndex }, 'replicated from the primary')
+    // A record listed but gone when read (deleted on the primary meanwhile): what was fetched is applied, but the
+    // round does not claim the list's index, and the next one lists again at once rather than wait for a change.
+    const complete = missed === 0
+    await this.apply(stream, upserts, deletes, complete ? remoteIndex : replicated, replicated)
+    if (upserts.length + deletes.length > 0) this.log.info({ stream, upserts: upserts.length, deletes: deletes.length, remoteIndex, complete }, 'replicated from the primary')
+    if (!complete) {
+      await this.sleep(250)
+      return undefined
+    }
     return remoteIndex
   }
 
@@ -169,7 +182,7 @@ export class AclReplicator {
   }
 
   private async fetch(stream: ReplicatedStream, listed: ListedRecord): Promise<PolicyWrite | RoleWrite | undefined> {
-    const answer = await this.get(`${PATHS[stream].read(listed.ID)}?stale&ns=${encodeURIComponent(listed.Namespace)}`, 60_000, [404])
+    const answer = await this.get(`${PATHS[stream].read(listed.ID)}?ns=${encodeURIComponent(listed.Namespace)}`, 60_000, [404])
     // Deleted on the primary since it was listed: the next round deletes it here.
     if (answer.status === 404) return undefined
     return stream === 'policies' ? policyOf(answer.body) : roleOf(answer.body)

@@ -92,19 +92,29 @@ export async function forwardToPrimary(ctx: ApiContext, stream: ReplicatedStream
   let reached = modifyIndexOf(ctx.body)
   if (reached === undefined) {
     const path = stream === 'policies' ? '/v1/acl/policies' : '/v1/acl/roles'
-    const list = await forwarder.forward(settings.primaryDatacenter, { method: 'GET', path, headers: forwardableHeaders(ctx.req.headers) }, REQUEST_WAIT_MS)
-    reached = Number(list.headers['x-service-index'] ?? '0')
+    try {
+      const list = await forwarder.forward(settings.primaryDatacenter, { method: 'GET', path, headers: forwardableHeaders(ctx.req.headers) }, REQUEST_WAIT_MS)
+      reached = Number(list.headers['x-service-index'] ?? '0')
+    } catch {
+      // The write succeeded there: its answer stands, only the wait for it here cannot be measured.
+      markLagging(ctx)
+      return
+    }
   }
   const deadline = Date.now() + READ_YOUR_WRITES_WAIT_MS
   const replicated = async (): Promise<number> => (await replicationRecords(state.reader)).get(stream)?.RemoteIndex ?? 0
   while ((await replicated()) < reached) {
     if (Date.now() >= deadline) {
-      ctx.set('X-Service-Replication-Lagging', 'true')
-      ctx.set('X-Consul-Replication-Lagging', 'true')
+      markLagging(ctx)
       return
     }
     await new Promise((resolve) => setTimeout(resolve, REPLICATION_POLL_MS))
   }
+}
+
+function markLagging(ctx: ApiContext): void {
+  ctx.set('X-Service-Replication-Lagging', 'true')
+  ctx.set('X-Consul-Replication-Lagging', 'true')
 }
 
 function modifyIndexOf(body: unknown): number | undefined {

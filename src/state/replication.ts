@@ -82,7 +82,9 @@ export async function replicate(txn: Txn, command: ReplicateCommand, index: numb
   const existing = await getRecord(txn, replicationSpec, command.stream)
   const record: ReplicationRecord = {
     Stream: command.stream,
-    RemoteIndex: Math.max(existing?.RemoteIndex ?? 0, command.remoteIndex),
+    // As the batch says, lower included: after the primary is restored to an older state its index goes back, and
+    // what has been replicated is what the batch says.
+    RemoteIndex: command.remoteIndex,
     LastSuccess: command.now,
     CreateIndex: existing?.CreateIndex ?? index,
     ModifyIndex: index,
