@@ -24,6 +24,8 @@ import type { PeerTransport } from '../transport/index.js'
 
 /** As the WAN transport's peersMax default: a federation of many datacenters of a few servers each. */
 export const MEMBERS_MAX = 512
+/** Clocks of servers differ: a start this far in the future is still believed. */
+const SINCE_SLACK_MS = 5 * 60_000
 
 export interface Member {
   /** NODE.DC */
@@ -161,14 +163,22 @@ export class WanMembership {
       this.warnings.warn(this.options.log, 'bad members message', { from }, 'a WAN message that is not a members list was ignored')
       return
     }
-    this.merge(members)
+    this.merge(members, from)
   }
 
-  /** Takes what is new; when anything was, the transport links with every member and every linked server hears. */
-  private merge(records: readonly Member[]): void {
+  /**
+   * Takes what is new; when anything was, the transport links with every member and every linked server hears.
+   * `from`: the server that sent the records. What a server says of a server this one is linked with counts only when
+   * it says it of itself (first-hand beats hearsay), and a record started in the future (past clock slack) is refused:
+   * without both, one server could move every other's address away for good with a large `since`.
+   */
+  private merge(records: readonly Member[], from?: string): void {
     let changed = false
+    const linked = this.options.transport.stats().peers
+    const latestSince = Date.now() + SINCE_SLACK_MS
     for (const record of records) {
-      if (record.name === this.options.self.name) continue
+      if (record.name === this.options.self.name || record.since > latestSince) continue
+      if (from !== undefined && record.name !== from && linked.get(record.name)?.connected === true) continue
       const known = this.members.get(record.name)
       if (known !== undefined && known.since >= record.since) continue
       if (known === undefined && this.members.size >= MEMBERS_MAX) {

@@ -67,6 +67,26 @@ describe('rpc: WAN membership', function () {
     expect(n1.membership.serversOf('dc3')[0]?.connected).to.equal(true)
   })
 
+  it("believes what a server says of a linked server only from that server, and no start in the future", async () => {
+    const n1 = await server('n1', 'dc1')
+    const a = await server('a', 'dc2', [n1.address])
+    await waitFor('linked', () => n1.membership.list().length === 2 && a.membership.list().length === 2)
+    const before = n1.membership.list().find((member) => member.name === 'a.dc2')?.address
+    // A third server (key holder) claims a.dc2 moved, with a later start, and invents a member started next year.
+    const liar = await server('liar', 'dc3', [n1.address])
+    await waitFor('the liar linked', () => n1.membership.list().length === 3)
+    liar.transport.send('n1.dc1', {
+      type: 'wan.members',
+      members: [
+        { name: 'a.dc2', datacenter: 'dc2', address: '10.9.9.9:1', since: Date.now() + 1000 },
+        { name: 'ghost.dc4', datacenter: 'dc4', address: '10.9.9.8:1', since: Date.now() + 365 * 86_400_000 },
+      ],
+    })
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(n1.membership.list().find((member) => member.name === 'a.dc2')?.address).to.equal(before)
+    expect(n1.membership.list().map((member) => member.name)).to.not.include('ghost.dc4')
+  })
+
   it('checks a members message whole: a record whose name and datacenter disagree, or a bad address, refuses it', () => {
     const good = { name: 'n1.dc1', datacenter: 'dc1', address: '10.0.0.1:8300', since: 5 }
     expect(membersOf({ type: 'wan.members', members: [good] })).to.deep.equal([good])
