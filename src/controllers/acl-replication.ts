@@ -16,8 +16,8 @@ import { Backoff } from '../lib/backoff.js'
 import { WardenError } from '../lib/errors.js'
 import type { Cluster } from '../rpc/index.js'
 import type { DatacenterForwarder, ForwardedAnswer } from '../rpc/dc-forward.js'
-import { COMMAND_VERSION, type Command, type PolicyWrite, type RoleWrite } from '../state/commands.js'
-import { listRecords, policySpec, roleSpec } from '../state/tables.js'
+import { COMMAND_VERSION, type Command, type PolicyWrite, type RoleWrite, type TokenCreate } from '../state/commands.js'
+import { listRecords, policySpec, roleSpec, tokenSpec } from '../state/tables.js'
 import { replicationRecords, REPLICATED_STREAMS, type ReplicatedStream } from '../state/replication.js'
 import type { StateStore } from '../state/store.js'
 
@@ -50,11 +50,15 @@ interface ListedRecord {
   ID: string
   Hash: string
   Namespace: string
+  Local: boolean
 }
 
-const PATHS: Record<ReplicatedStream, { list: string; read: (id: string) => string }> = {
-  policies: { list: '/v1/acl/policies', read: (id) => `/v1/acl/policy/${id}` },
-  roles: { list: '/v1/acl/roles', read: (id) => `/v1/acl/role/${id}` },
+/** Where each stream lists and reads at the primary, and the field its records are keyed by. */
+const PATHS: Record<ReplicatedStream, { list: string; read: (id: string) => string; key: 'ID' | 'AccessorID' }> = {
+  policies: { list: '/v1/acl/policies', read: (id) => `/v1/acl/policy/${id}`, key: 'ID' },
+  roles: { list: '/v1/acl/roles', read: (id) => `/v1/acl/role/${id}`, key: 'ID' },
+  // Global tokens only: a local token never leaves its datacenter (the list shows both; Local tells them apart).
+  tokens: { list: '/v1/acl/tokens', read: (id) => `/v1/acl/token/${id}`, key: 'AccessorID' },
 }
 
 export class AclReplicator {
@@ -127,13 +131,13 @@ export class AclReplicator {
     if (!Number.isSafeInteger(remoteIndex) || remoteIndex < 0) throw new Error(`the primary answered ${PATHS[stream].list} without an index`)
     if (seenIndex !== undefined && remoteIndex === seenIndex) return remoteIndex
     if (remoteIndex < replicated && seenIndex === undefined) this.log.warn({ stream, remoteIndex, replicated }, "the primary's index is below the one replicated (a restore?): resynchronising in full")
-    const remote = parseList(listed.body, stream)
-    const local = stream === 'policies' ? await listRecords(this.state.reader, policySpec) : await listRecords(this.state.reader, roleSpec)
+    const remote = parseList(listed.body, stream).filter((record) => !record.Local)
+    const local = await this.localRecords(stream)
     const localHash = new Map(local.map((record) => [record.ID, record.Hash]))
     const remoteIds = new Set(remote.map((record) => record.ID))
     const changed = remote.filter((record) => localHash.get(record.ID) !== record.Hash)
     const deletes = local.map((record) => record.ID).filter((id) => !remoteIds.has(id))
-    const upserts: Array<PolicyWrite | RoleWrite> = []
+    const upserts: Array<PolicyWrite | RoleWrite | TokenCreate> = []
     let missed = 0
     for (let start = 0; start < changed.length; start += FETCH_CONCURRENCY) {
       const fetched = await Promise.all(changed.slice(start, start + FETCH_CONCURRENCY).map((record) => this.fetch(stream, record)))
@@ -154,9 +158,17 @@ export class AclReplicator {
     return remoteIndex
   }
 
+  /** What this datacenter holds of a stream, by ID and Hash: for tokens, its global ones only (its local ones are its own). */
+  private async localRecords(stream: ReplicatedStream): Promise<Array<{ ID: string; Hash: string }>> {
+    if (stream === 'policies') return listRecords(this.state.reader, policySpec)
+    if (stream === 'roles') return listRecords(this.state.reader, roleSpec)
+    const tokens = await listRecords(this.state.reader, tokenSpec)
+    return tokens.filter((token) => !token.Local).map((token) => ({ ID: token.AccessorID, Hash: token.Hash }))
+  }
+
   /** Proposes the changes in bounded, paced batches; the last one records `remoteIndex`. */
-  private async apply(stream: ReplicatedStream, upserts: Array<PolicyWrite | RoleWrite>, deletes: string[], remoteIndex: number, replicated: number): Promise<void> {
-    const batches: Array<{ upserts: Array<PolicyWrite | RoleWrite>; deletes: string[] }> = []
+  private async apply(stream: ReplicatedStream, upserts: Array<PolicyWrite | RoleWrite | TokenCreate>, deletes: string[], remoteIndex: number, replicated: number): Promise<void> {
+    const batches: Array<{ upserts: Array<PolicyWrite | RoleWrite | TokenCreate>; deletes: string[] }> = []
     for (let start = 0; start < deletes.length; start += DELETES_MAX) batches.push({ upserts: [], deletes: deletes.slice(start, start + DELETES_MAX) })
     for (let start = 0; start < upserts.length; start += UPSERTS_MAX) batches.push({ upserts: upserts.slice(start, start + UPSERTS_MAX), deletes: [] })
     // Nothing to change but the index moved: one empty batch records it, so a new leader need not diff again.
@@ -181,11 +193,13 @@ export class AclReplicator {
     }
   }
 
-  private async fetch(stream: ReplicatedStream, listed: ListedRecord): Promise<PolicyWrite | RoleWrite | undefined> {
+  private async fetch(stream: ReplicatedStream, listed: ListedRecord): Promise<PolicyWrite | RoleWrite | TokenCreate | undefined> {
     const answer = await this.get(`${PATHS[stream].read(listed.ID)}?ns=${encodeURIComponent(listed.Namespace)}`, 60_000, [404])
     // Deleted on the primary since it was listed: the next round deletes it here.
     if (answer.status === 404) return undefined
-    return stream === 'policies' ? policyOf(answer.body) : roleOf(answer.body)
+    if (stream === 'policies') return policyOf(answer.body)
+    if (stream === 'roles') return roleOf(answer.body)
+    return tokenOf(answer.body)
   }
 
   /** A GET of the primary with the replication token; anything but 200 (or an allowed status) is an error. */
@@ -217,11 +231,39 @@ export class AclReplicator {
 
 function parseList(body: unknown, stream: ReplicatedStream): ListedRecord[] {
   if (!Array.isArray(body)) throw new Error(`the primary's ${stream} list is not a list`)
+  const key = PATHS[stream].key
   return body.map((item: unknown) => {
-    const { ID, Hash, Namespace } = (item ?? {}) as Record<string, unknown>
-    if (typeof ID !== 'string' || typeof Hash !== 'string') throw new Error(`the primary's ${stream} list holds an entry without ID and Hash`)
-    return { ID, Hash, Namespace: typeof Namespace === 'string' ? Namespace : 'default' }
+    const record = (item ?? {}) as Record<string, unknown>
+    const { Hash, Namespace } = record
+    const ID = record[key]
+    if (typeof ID !== 'string' || typeof Hash !== 'string') throw new Error(`the primary's ${stream} list holds an entry without ${key} and Hash`)
+    return { ID, Hash, Namespace: typeof Namespace === 'string' ? Namespace : 'default', Local: record['Local'] === true }
   })
+}
+
+/** A global token as the primary shows it to a replication token with acl:write (its SecretID included). */
+function tokenOf(body: unknown): TokenCreate {
+  const record = body as Record<string, unknown>
+  const secret = record['SecretID']
+  if (typeof secret !== 'string' || secret === '<hidden>') throw new Error('the primary hid a token\'s SecretID: the replication token needs acl:write to replicate tokens')
+  const links = (name: string): Array<{ ID: string }> =>
+    (Array.isArray(record[name]) ? (record[name] as Array<{ ID?: unknown }>) : []).filter((link) => typeof link.ID === 'string').map((link) => ({ ID: link.ID as string }))
+  const role = roleOf({ ...record, ID: record['AccessorID'], Name: '' })
+  return {
+    AccessorID: String(record['AccessorID']),
+    SecretID: secret,
+    Description: String(record['Description'] ?? ''),
+    Policies: links('Policies'),
+    Roles: links('Roles'),
+    TemplatedPolicies: role.TemplatedPolicies,
+    ServiceIdentities: role.ServiceIdentities,
+    NodeIdentities: role.NodeIdentities,
+    Local: false,
+    AuthMethod: String(record['AuthMethod'] ?? ''),
+    ...(typeof record['ExpirationTime'] === 'string' && record['ExpirationTime'] !== '' ? { ExpirationTime: record['ExpirationTime'] } : {}),
+    CreateTime: String(record['CreateTime'] ?? new Date(0).toISOString()),
+    Namespace: String(record['Namespace'] ?? 'default'),
+  }
 }
 
 function policyOf(body: unknown): PolicyWrite {

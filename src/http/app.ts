@@ -85,6 +85,16 @@ export function createApp(services: AppServices): Koa {
     setResponseHeader(ctx, 'Default-ACL-Policy', services.settings.defaultPolicy)
     // Contradictory consistency flags are refused on every endpoint, reads and writes alike, before anything runs.
     consistencyOf(ctx as ApiContext)
+    const pretty = (): void => {
+      if (ctx.body !== undefined && ctx.body !== null && typeof ctx.body === 'object' && !Buffer.isBuffer(ctx.body) && hasParam(ctx as ApiContext, 'pretty')) {
+        ctx.body = JSON.stringify(ctx.body, null, 4)
+        ctx.type = 'application/json'
+      }
+    }
+    const serveHere = (): Promise<void> =>
+      catchUpBeforeWrite(ctx as ApiContext)
+        .then(() => next())
+        .then(pretty)
     // A request for another datacenter is served there (forward.ts), whole: nothing of it runs here. A repeated ?dc
     // counts by its first value, as every parameter does (`?dc=dc2&dc=dc1` is dc2).
     const dc = queryParam(ctx as ApiContext, 'dc')
@@ -92,17 +102,10 @@ export function createApp(services: AppServices): Koa {
       return forwardToDatacenter(ctx as ApiContext, dc)
     }
     // In a secondary, what the primary holds the authority over is written there, and answered once replicated here.
-    const stream = services.settings.datacenter === services.settings.primaryDatacenter ? undefined : authorityStream(ctx.method, ctx.path)
-    if (stream !== undefined) return forwardToPrimary(ctx as ApiContext, stream)
-    const pretty = (): void => {
-      if (ctx.body !== undefined && ctx.body !== null && typeof ctx.body === 'object' && !Buffer.isBuffer(ctx.body) && hasParam(ctx as ApiContext, 'pretty')) {
-        ctx.body = JSON.stringify(ctx.body, null, 4)
-        ctx.type = 'application/json'
-      }
+    if (services.settings.datacenter !== services.settings.primaryDatacenter && services.forwarder !== undefined && isWriteMethod(ctx.method)) {
+      return authorityStream(ctx as ApiContext).then((stream) => (stream === undefined ? serveHere() : forwardToPrimary(ctx as ApiContext, stream)))
     }
-    return catchUpBeforeWrite(ctx as ApiContext)
-      .then(() => next())
-      .then(pretty)
+    return serveHere()
   })
   app.use(router.routes())
   app.use(async (ctx) => {

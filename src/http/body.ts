@@ -54,8 +54,24 @@ export interface BodyLimits {
  */
 export const ANONYMOUS_BODY: BodyLimits = { limit: 64 * 1024, timeoutMs: 10_000, inFlightMax: 4 * 1024 * 1024, anonymous: true }
 
+/** Where a body read before its route (to decide where the request goes: forward.ts) waits for the route. */
+const READ_AHEAD = Symbol('warden.bodyReadAhead')
+type ReadAhead = { [READ_AHEAD]?: Buffer }
+
+/**
+ * Reads the body now and keeps it for the route's own readBody, which then gets it at once (held to the route's
+ * limit). For the few requests whose destination depends on their body (a secondary's token create: local or global).
+ */
+export async function readBodyAhead(ctx: Context, limits: BodyLimits = {}): Promise<Buffer> {
+  const body = await readBody(ctx, limits)
+  ;(ctx.state as ReadAhead)[READ_AHEAD] = body
+  return body
+}
+
 export function readBody(ctx: Context, limits: BodyLimits = {}): Promise<Buffer> {
   const { limit = BODY_BYTES_MAX, timeoutMs = BODY_TIMEOUT_MS, inFlightMax = BODIES_IN_FLIGHT_BYTES_MAX } = limits
+  const ahead = (ctx.state as ReadAhead)[READ_AHEAD]
+  if (ahead !== undefined) return ahead.length > limit ? Promise.reject(tooLarge(limit)) : Promise.resolve(ahead)
   const budget = limits.anonymous === true ? anonymousBudget : sharedBudget
   // Bodies are read as sent: a compressed one would be parsed as garbage (and quoted back in the error).
   const encoding = ctx.get('content-encoding').trim().toLowerCase()

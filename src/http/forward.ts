@@ -9,7 +9,8 @@
  */
 import { WardenError } from '../lib/errors.js'
 import { forwardableHeaders } from '../rpc/dc-forward.js'
-import { ANONYMOUS_BODY, readBody } from './body.js'
+import { ANONYMOUS_BODY, readBody, readBodyAhead, type BodyLimits } from './body.js'
+import { getRecord, tokenSpec } from '../state/tables.js'
 import type { ApiContext } from './context.js'
 import { blockingOf, secretOf } from './request.js'
 import { replicationRecords, type ReplicatedStream } from '../state/replication.js'
@@ -54,7 +55,7 @@ export async function forwardToDatacenter(ctx: ApiContext, datacenter: string): 
     throw new WardenError('unknown_datacenter', `dc: unknown datacenter ${JSON.stringify(datacenter)}: this server has no WAN links (it runs without a cluster key)`, 'dc')
   }
   const hasBody = ctx.method !== 'GET' && ctx.method !== 'HEAD'
-  const body = hasBody ? await readBody(ctx, secretOf(ctx) === undefined ? ANONYMOUS_BODY : {}) : undefined
+  const body = hasBody ? await readBody(ctx, bodyLimitsOf(ctx)) : undefined
   const waitMs = blockingOf(ctx)?.waitMs ?? REQUEST_WAIT_MS
   const request = { method: ctx.method, path: pathFor(ctx.originalUrl, datacenter), headers: forwardableHeaders(ctx.req.headers), ...(body === undefined || body.length === 0 ? {} : { body }) }
   const answer = await forwarder.forward(datacenter, request, waitMs)
@@ -63,19 +64,52 @@ export async function forwardToDatacenter(ctx: ApiContext, datacenter: string): 
   ctx.body = answer.body
 }
 
+/** A request's body limits: anonymous bodies against their own budget, as every route reads them. */
+function bodyLimitsOf(ctx: ApiContext): BodyLimits {
+  return secretOf(ctx) === undefined ? ANONYMOUS_BODY : {}
+}
+
 /** Writes a secondary sends to the primary, which holds the authority over them (issue 19): policies and roles. */
 const AUTHORITY_WRITES: Array<{ pattern: RegExp; stream: ReplicatedStream }> = [
   { pattern: /^\/v1\/acl\/policy(\/[^/]+)?$/, stream: 'policies' },
   { pattern: /^\/v1\/acl\/role(\/[^/]+)?$/, stream: 'roles' },
 ]
+const TOKEN_CREATE = /^\/v1\/acl\/token$/
+/** Update, delete, clone of one token (not self, which the caller's own token answers wherever it is). */
+const TOKEN_BY_ID = /^\/v1\/acl\/token\/([^/]+)(\/clone)?$/
 /** How long a write forwarded to the primary waits to be replicated here before it answers anyway (marked lagging). */
 export const READ_YOUR_WRITES_WAIT_MS = 5_000
 const REPLICATION_POLL_MS = 25
 
-/** The replicated stream a write to `path` belongs to, when a secondary must send it to the primary. */
-export function authorityStream(method: string, path: string): ReplicatedStream | undefined {
+/**
+ * The replicated stream a write belongs to, when a secondary must send it to the primary: policies and roles always;
+ * tokens when global (a create whose body is not `Local: true`; an update, delete or clone of a token this
+ * datacenter holds as global, or does not hold at all, as Consul forwards a delete it cannot find).
+ */
+export async function authorityStream(ctx: ApiContext): Promise<ReplicatedStream | undefined> {
+  const { method, path } = ctx
   if (method !== 'PUT' && method !== 'POST' && method !== 'DELETE') return undefined
-  return AUTHORITY_WRITES.find((write) => write.pattern.test(path))?.stream
+  const stream = AUTHORITY_WRITES.find((write) => write.pattern.test(path))?.stream
+  if (stream !== undefined) return stream
+  if (TOKEN_CREATE.test(path) && method === 'PUT') return (await createsLocalToken(ctx)) ? undefined : 'tokens'
+  const byId = TOKEN_BY_ID.exec(path)
+  if (byId === null || byId[1] === 'self') return undefined
+  const held = await getRecord(ctx.state.app.state.reader, tokenSpec, decodeURIComponent(byId[1] ?? ''))
+  return held?.Local === true ? undefined : 'tokens'
+}
+
+/** Whether a token create asks for a local token (`Local: true`; keys without regard to case, as bodies are read). */
+async function createsLocalToken(ctx: ApiContext): Promise<boolean> {
+  const body = await readBodyAhead(ctx, bodyLimitsOf(ctx))
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as unknown
+    if (typeof parsed !== 'object' || parsed === null) return false
+    const local = Object.entries(parsed).find(([key]) => key.toLowerCase() === 'local')?.[1]
+    return local === true
+  } catch {
+    // Not JSON: the route refuses it here, with its own message.
+    return true
+  }
 }
 
 /**
@@ -91,7 +125,7 @@ export async function forwardToPrimary(ctx: ApiContext, stream: ReplicatedStream
   // The primary's index the write reached: a record's ModifyIndex, or (a deletion answers `true`) the list's index.
   let reached = modifyIndexOf(ctx.body)
   if (reached === undefined) {
-    const path = stream === 'policies' ? '/v1/acl/policies' : '/v1/acl/roles'
+    const path = stream === 'policies' ? '/v1/acl/policies' : stream === 'roles' ? '/v1/acl/roles' : '/v1/acl/tokens'
     try {
       const list = await forwarder.forward(settings.primaryDatacenter, { method: 'GET', path, headers: forwardableHeaders(ctx.req.headers) }, REQUEST_WAIT_MS)
       reached = Number(list.headers['x-service-index'] ?? '0')

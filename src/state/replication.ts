@@ -12,16 +12,17 @@
  * computes them, so they match.
  */
 import { GLOBAL_MANAGEMENT_POLICY_ID } from './builtins.js'
-import type { ApplyResult, PolicyWrite, RoleWrite } from './commands.js'
+import type { ApplyResult, PolicyWrite, RoleWrite, TokenCreate } from './commands.js'
+import { tokenHash } from './acl-tokens.js'
 import { policyHash, roleHash } from './acl-policies.js'
-import type { AclPolicy, AclRole } from './records.js'
-import { deleteRecord, getByUnique, getRecord, listRecords, policySpec, roleSpec, writeRecord, type TableSpec } from './tables.js'
+import type { AclPolicy, AclRole, AclToken } from './records.js'
+import { deleteRecord, getByUnique, getRecord, listRecords, policySpec, roleSpec, secretDigest, tokenSpec, writeRecord, type TableSpec } from './tables.js'
 import { nsKey } from './keys.js'
 import type { Reader } from './reader.js'
 import type { Txn } from './txn.js'
 
-export type ReplicatedStream = 'policies' | 'roles'
-export const REPLICATED_STREAMS: readonly ReplicatedStream[] = ['policies', 'roles']
+export type ReplicatedStream = 'policies' | 'roles' | 'tokens'
+export const REPLICATED_STREAMS: readonly ReplicatedStream[] = ['policies', 'roles', 'tokens']
 
 /** How far one stream has replicated: the primary's index it has caught up to, and when. */
 export interface ReplicationRecord {
@@ -44,6 +45,7 @@ export const replicationSpec: TableSpec<ReplicationRecord> = {
 export type ReplicateCommand =
   | { v: 1; type: 'acl.replicate'; stream: 'policies'; upserts: PolicyWrite[]; deletes: string[]; remoteIndex: number; now: string }
   | { v: 1; type: 'acl.replicate'; stream: 'roles'; upserts: RoleWrite[]; deletes: string[]; remoteIndex: number; now: string }
+  | { v: 1; type: 'acl.replicate'; stream: 'tokens'; upserts: TokenCreate[]; deletes: string[]; remoteIndex: number; now: string }
 
 export async function replicate(txn: Txn, command: ReplicateCommand, index: number): Promise<ApplyResult> {
   if (command.stream === 'policies') {
@@ -57,6 +59,8 @@ export async function replicate(txn: Txn, command: ReplicateCommand, index: numb
         ModifyIndex: index,
       }))
     }
+  } else if (command.stream === 'tokens') {
+    await replicateTokens(txn, command.upserts, command.deletes, index)
   } else {
     for (const id of command.deletes) await dropRecord(txn, roleSpec, id)
     for (const input of command.upserts) {
@@ -110,4 +114,42 @@ async function upsert<R>(txn: Txn, spec: TableSpec<R>, id: string, name: string,
   if (holder !== undefined && spec.key(holder) !== id) deleteRecord(txn, spec, holder)
   const existing = await getRecord(txn, spec, id)
   writeRecord(txn, spec, existing, build(existing))
+}
+
+/**
+ * Global tokens as the primary has them. Local tokens are this datacenter's own and never touched: a deletion or an
+ * upsert naming one is skipped, and a global token whose secret a local token holds is not written (secrets are
+ * random UUIDs: that is a collision or an attack, never a real case).
+ */
+async function replicateTokens(txn: Txn, upserts: readonly TokenCreate[], deletes: readonly string[], index: number): Promise<void> {
+  for (const accessor of deletes) {
+    const existing = await getRecord(txn, tokenSpec, accessor)
+    if (existing !== undefined && !existing.Local) deleteRecord(txn, tokenSpec, existing)
+  }
+  for (const input of upserts) {
+    const existing = await getRecord(txn, tokenSpec, input.AccessorID)
+    if (existing?.Local === true || input.Local) continue
+    const holder = await getByUnique(txn, tokenSpec, 'secret', secretDigest(input.SecretID))
+    if (holder !== undefined && holder.AccessorID !== input.AccessorID) {
+      if (holder.Local) continue
+      deleteRecord(txn, tokenSpec, holder)
+    }
+    const fields: Omit<AclToken, 'Hash' | 'CreateIndex' | 'ModifyIndex'> = {
+      AccessorID: input.AccessorID,
+      SecretID: input.SecretID,
+      Description: input.Description,
+      // Links by ID as the primary resolved them: names are resolved when a record is read.
+      Policies: input.Policies.filter((link) => link.ID !== undefined).map((link) => ({ ID: link.ID as string })),
+      Roles: input.Roles.filter((link) => link.ID !== undefined).map((link) => ({ ID: link.ID as string })),
+      TemplatedPolicies: input.TemplatedPolicies,
+      ServiceIdentities: input.ServiceIdentities,
+      NodeIdentities: input.NodeIdentities,
+      Local: false,
+      AuthMethod: input.AuthMethod,
+      ...(input.ExpirationTime === undefined ? {} : { ExpirationTime: input.ExpirationTime }),
+      CreateTime: input.CreateTime,
+      Namespace: input.Namespace,
+    }
+    writeRecord(txn, tokenSpec, existing, { ...fields, Hash: tokenHash(fields), CreateIndex: existing?.CreateIndex ?? index, ModifyIndex: index })
+  }
 }

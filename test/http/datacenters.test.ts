@@ -137,7 +137,7 @@ describe('datacenters over WAN links', function () {
       await dc1.request('PUT', `/v1/acl/policy/${policy.body.ID}`, { token: MANAGEMENT, body: { ID: policy.body.ID, Name: 'readers-renamed', Rules: 'acl = "read"' } })
       await eventually(async () => (await names(dc2, '/v1/acl/policies')).join() === 'global-management,readers-renamed', 'the deletion and the rename replicated')
       const status = (await dc2.request('GET', '/v1/acl/replication', { token: null })).body
-      expect(status).to.include({ Enabled: true, Running: true, SourceDatacenter: 'dc1', ReplicationType: 'policies', LastErrorMessage: '' })
+      expect(status).to.include({ Enabled: true, Running: true, SourceDatacenter: 'dc1', ReplicationType: 'tokens', LastErrorMessage: '' })
       expect(status.ReplicatedIndex).to.be.greaterThan(0)
       expect(status.ReplicatedRoleIndex).to.be.greaterThan(0)
       expect((await dc1.request('GET', '/v1/acl/replication', { token: null })).body.Enabled).to.equal(false)
@@ -200,6 +200,34 @@ describe('datacenters over WAN links', function () {
       agents.splice(agents.indexOf(dc2), 1)
       expect(await dc2.stop()).to.equal(0)
       expect(Date.now() - started).to.be.below(8_000)
+    })
+
+    it('replicates global tokens (and only those); global token writes go to the primary, local ones stay', async () => {
+      const { dc1, dc2 } = await federation()
+      const global = await dc1.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: 'global one', Policies: [{ Name: 'global-management' }] } })
+      const primaryLocal = await dc1.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: 'dc1 only', Local: true } })
+      const held = async (agent: AgentProcess, accessor: string): Promise<number> => (await agent.request('GET', `/v1/acl/token/${accessor}`, { token: MANAGEMENT })).status
+      await eventually(async () => (await held(dc2, global.body.AccessorID)) === 200, 'the global token replicated')
+      expect(await held(dc2, primaryLocal.body.AccessorID)).to.equal(404)
+      expect((await dc2.request('GET', '/v1/acl/replication', { token: null })).body).to.include({ ReplicationType: 'tokens' })
+      // Written in the secondary: a global token is the primary's (and back here at once); a local one stays here.
+      const viaSecondary = await dc2.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: 'made in dc2' } })
+      expect(viaSecondary.status, viaSecondary.text).to.equal(200)
+      expect(await held(dc1, viaSecondary.body.AccessorID)).to.equal(200)
+      expect(await held(dc2, viaSecondary.body.AccessorID)).to.equal(200)
+      const secondaryLocal = await dc2.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: 'dc2 only', Local: true } })
+      expect(secondaryLocal.status, secondaryLocal.text).to.equal(200)
+      expect(await held(dc1, secondaryLocal.body.AccessorID)).to.equal(404)
+      // A replicated token works in the secondary from its own state; deleting it at the primary removes it here, and
+      // replication never deletes the secondary's local token.
+      expect((await dc2.request('GET', '/v1/acl/token/self', { token: global.body.SecretID })).body.AccessorID).to.equal(global.body.AccessorID)
+      await dc1.request('DELETE', `/v1/acl/token/${global.body.AccessorID}`, { token: MANAGEMENT })
+      await eventually(async () => (await held(dc2, global.body.AccessorID)) === 404, 'the deletion replicated')
+      expect(await held(dc2, secondaryLocal.body.AccessorID)).to.equal(200)
+      // Deleting a global token through the secondary goes to the primary.
+      expect((await dc2.request('DELETE', `/v1/acl/token/${viaSecondary.body.AccessorID}`, { token: MANAGEMENT })).status).to.equal(200)
+      expect(await held(dc1, viaSecondary.body.AccessorID)).to.equal(404)
+      expect(await held(dc2, viaSecondary.body.AccessorID)).to.equal(404)
     })
 
     it('refuses an initial management token of its own (exit 2)', async () => {

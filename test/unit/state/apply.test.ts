@@ -35,6 +35,7 @@ import {
   type TokenUpdate,
 } from '../../../src/state/commands.js'
 import { policyHash } from '../../../src/state/acl-policies.js'
+import { tokenHash } from '../../../src/state/acl-tokens.js'
 import {
   APPLIED_KEY,
   BOOTSTRAP_KEY,
@@ -863,7 +864,7 @@ describe('state: apply', function () {
   })
 
   describe('acl.replicate', function () {
-    const replicate = (stream: 'policies' | 'roles', upserts: unknown[], deletes: string[], remoteIndex: number): Command =>
+    const replicate = (stream: 'policies' | 'roles' | 'tokens', upserts: unknown[], deletes: string[], remoteIndex: number): Command =>
       ({ v: COMMAND_VERSION, type: 'acl.replicate', stream, upserts, deletes, remoteIndex, now: NOW }) as Command
 
     it("writes the primary's policies as they are, hashed as the primary hashes them, and records the replicated index", async function () {
@@ -890,6 +891,23 @@ describe('state: apply', function () {
       expect(await h.policy(policyId(2))).to.equal(undefined)
       expect((await getByUnique(h.store.reader, policySpec, 'name', nsKey('default', 'policy-1')))?.ID).to.equal(policyId(3))
       expect(await h.policy(GLOBAL_MANAGEMENT_POLICY_ID)).to.not.equal(undefined)
+    })
+
+    it("writes the primary's global tokens, never touches a local token, and indexes the secret", async function () {
+      await h.ok(cmd.init())
+      const local = await h.ok<AclToken>(cmd.tokenCreate(tokenCreate(1, { Local: true })))
+      await h.ok(replicate('tokens', [tokenCreate(2, { Policies: [{ ID: GLOBAL_MANAGEMENT_POLICY_ID }] }), tokenCreate(1, { Description: 'overwrite?' }), tokenCreate(3, { Local: true })], [accessor(1)], 7))
+      const replicated = await h.token(accessor(2))
+      expect(replicated).to.include({ Local: false, SecretID: secret(2) })
+      const { Hash, CreateIndex, ModifyIndex, ...fields } = replicated!
+      expect(Hash).to.equal(tokenHash(fields))
+      expect(ModifyIndex).to.equal(CreateIndex)
+      expect((await tokenBySecret(h.store.reader, secret(2)))?.AccessorID).to.equal(accessor(2))
+      // The local token is untouched by an upsert or a deletion naming it; a local token in a batch is not written.
+      expect(await h.token(accessor(1))).to.deep.equal(local)
+      expect(await h.token(accessor(3))).to.equal(undefined)
+      await h.ok(replicate('tokens', [], [accessor(2)], 8))
+      expect(await h.token(accessor(2))).to.equal(undefined)
     })
 
     it("writes roles with the primary's links by ID, even to a policy not replicated yet", async function () {
