@@ -4,24 +4,29 @@
  * line saying what.
  */
 import { relative } from 'node:path'
-import { DEFAULT_ROOT, LocalCluster, type NodeStatus } from './lib.js'
+import { DEFAULT_ROOT, LocalCluster, type DatacenterStatus, type NodeStatus, type ReplicationStatus } from './lib.js'
 
 const USAGE = `usage: npm run cluster -- [--root DIR] <verb>
-  up [--foreground] [--nodes N] [--tls]
+  up [--foreground] [--nodes N] [--tls] [--datacenters DC,DC..]
                                   start n1..nN (default 3) on free loopback ports; --foreground streams their
                                   logs and Ctrl-C stops them (npm start); --tls issues a CA and certificates into
                                   <root>/tls/ and runs peer links over mutual TLS and the API over HTTPS only,
-                                  with client certificates required (the later verbs follow the state file)
-  status [--json]                 each node's process, role, term, commit and applied index, last contact
-  kill NODE|leader                SIGKILL
+                                  with client certificates required (the later verbs follow the state file);
+                                  --datacenters runs N nodes per datacenter (dc1-n1..), the first the primary,
+                                  the others joined to it over WAN links and replicating its ACLs
+  status [--json]                 each node's process, role, term, commit and applied index, last contact; in a
+                                  federation also each datacenter's leader, WAN links and replication
+  kill NODE|leader                SIGKILL (leader: the node a majority names; DC/leader in a federation)
   restart NODE                    start again on the same data dir and ports (stops it first if running)
   wipe NODE|leader                SIGKILL, delete its data dir, start again with the same flags and ports: it
                                   rejoins as a non-voter and becomes a voter once caught up
   pause NODE|leader               SIGSTOP
   resume NODE                     SIGCONT
   partition NODE                  cut every peer link to and from NODE at the proxies
+  partition-dc DC                 cut every link between DC and the other datacenters at the proxies
   heal                            reopen every link
   down                            stop every node and the proxy (data, logs and state file stay)
+In a federation, leader is DC/leader (dc2/leader): each datacenter has its own.
 --root DIR: where the state file, data dirs and logs live (default cluster/.run)`
 
 class UsageError extends Error {}
@@ -32,11 +37,12 @@ interface Options {
   foreground: boolean
   nodes: number | undefined
   tls: boolean
+  datacenters: string[] | undefined
   positional: string[]
 }
 
 function parse(argv: string[]): Options {
-  const options: Options = { root: DEFAULT_ROOT, json: false, foreground: false, nodes: undefined, tls: false, positional: [] }
+  const options: Options = { root: DEFAULT_ROOT, json: false, foreground: false, nodes: undefined, tls: false, datacenters: undefined, positional: [] }
   for (let position = 0; position < argv.length; position += 1) {
     const argument = argv[position]!
     const value = (): string => {
@@ -49,7 +55,15 @@ function parse(argv: string[]): Options {
     else if (argument === '--json') options.json = true
     else if (argument === '--foreground') options.foreground = true
     else if (argument === '--tls') options.tls = true
-    else if (argument === '--nodes') {
+    else if (argument === '--datacenters') {
+      const text = value()
+      const datacenters = text.split(',')
+      if (datacenters.some((datacenter) => !/^[a-z0-9_-]{1,64}$/.test(datacenter))) {
+        throw new UsageError(`--datacenters: a comma-separated list of datacenter names (lowercase letters, digits, "-" or "_"), not ${JSON.stringify(text)}`)
+      }
+      if (datacenters.length > 9 || new Set(datacenters).size !== datacenters.length) throw new UsageError(`--datacenters: at most 9, each once, not ${JSON.stringify(text)}`)
+      options.datacenters = datacenters
+    } else if (argument === '--nodes') {
       const text = value()
       options.nodes = Number(text)
       if (!/^[1-9]$/.test(text)) throw new UsageError(`--nodes: must be an integer from 1 to 9, not ${JSON.stringify(text)}`)
@@ -68,8 +82,7 @@ const QUIET_FIELDS = new Set(['level', 'time', 'pid', 'hostname', 'node', 'msg',
 /** One agent log line (pino JSON) as `12:00:01.234 n1 INFO  [raft] became leader term=2`; other lines as they are. */
 export function formatLogLine(node: string, line: string, color: boolean): string {
   const paint = (code: string, text: string): string => (color ? `${code}${text}\x1b[0m` : text)
-  const number = Number(node.slice(1))
-  const name = paint(COLORS[(number - 1) % COLORS.length] ?? '', node.padEnd(3))
+  const name = paint(COLORS[colorIndex(node)] ?? '', node.padEnd(3))
   let record: Record<string, unknown>
   try {
     record = JSON.parse(line) as Record<string, unknown>
@@ -90,6 +103,15 @@ export function formatLogLine(node: string, line: string, color: boolean): strin
   return [time, name, levelText, `${module}${String(record.msg ?? '')}`, ...fields].filter((part) => part !== '').join(' ')
 }
 
+/** n1..n9 take the colours in order; a federation's nodes (dc2-n1) one by their name, the same in every process. */
+function colorIndex(node: string): number {
+  const single = /^n(\d+)$/.exec(node)
+  if (single !== null) return (Number(single[1]) - 1) % COLORS.length
+  let sum = 0
+  for (const character of node) sum = (sum * 31 + character.charCodeAt(0)) % 65_521
+  return sum % COLORS.length
+}
+
 function displayPath(path: string): string {
   const shown = relative(process.cwd(), path)
   return shown.startsWith('..') || shown === '' ? path : shown
@@ -100,7 +122,8 @@ function printAddresses(cluster: LocalCluster): void {
   for (const [name, node] of Object.entries(state.nodes)) {
     process.stdout.write(`${name}  ${cluster.apiAddress(name)}  (cluster ${node.clusterAddress}, pid ${node.pid})\n`)
   }
-  process.stdout.write(`Management token: ${state.managementToken}\n`)
+  const primary = state.datacenters?.[0]
+  process.stdout.write(`Management token: ${state.managementToken}${primary === undefined ? '' : ` (${primary}'s, the primary; the secondaries replicate with it and resolve it at ${primary})`}\n`)
   const first = cluster.nodeNames()[0]
   if (first === undefined) return
   const address = cluster.apiAddress(first)
@@ -143,9 +166,54 @@ function statusTable(statuses: NodeStatus[], partitioned: string[], proxyUp: boo
   return `${lines.join('\n')}\n`
 }
 
+/** A replication error newer than the last success (an older one is history: the loop has succeeded since). */
+function lastError(replication: ReplicationStatus): string {
+  if (replication.lastErrorMessage === '' || Date.parse(replication.lastError) <= Date.parse(replication.lastSuccess)) return '-'
+  return `${replication.lastError} ${replication.lastErrorMessage}`
+}
+
+/** `cut` for a datacenter cut off by partition-dc; else `open`, or which datacenters it cannot reach (cut ones). */
+function wanColumn(datacenter: DatacenterStatus, datacenters: DatacenterStatus[]): string {
+  if (datacenter.wanCut) return 'cut'
+  const cut = datacenters.filter((other) => other.wanCut).map((other) => other.datacenter)
+  return cut.length === 0 ? 'open' : `open but to ${cut.join(',')}`
+}
+
+/** A federation's datacenters: leader, WAN links, the datacenters the leader knows, and a secondary's replication. */
+function datacenterTable(datacenters: DatacenterStatus[]): string {
+  const rows = [['DATACENTER', 'ROLE', 'LEADER', 'WAN', 'KNOWS', 'REPLICATION', 'REPLICATED', 'LAST ERROR']]
+  for (const datacenter of datacenters) {
+    const replication = datacenter.replication
+    rows.push([
+      datacenter.datacenter,
+      datacenter.primary ? 'primary' : 'secondary',
+      datacenter.leader === '' ? '-' : datacenter.leader,
+      wanColumn(datacenter, datacenters),
+      datacenter.known.length === 0 ? '-' : datacenter.known.join(','),
+      datacenter.primary ? '-' : replication === undefined ? 'unknown' : !replication.enabled ? 'off' : replication.running ? 'running' : 'stopped',
+      replication === undefined ? '-' : `${replication.replicatedIndex}`,
+      replication === undefined ? '-' : lastError(replication),
+    ])
+  }
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
+  return `${rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n')}\n`
+}
+
 async function resolveNode(cluster: LocalCluster, name: string | undefined, allowLeader: boolean): Promise<string> {
-  if (name === undefined) throw new UsageError(`a node is required: ${cluster.nodeNames().join(', ')}${allowLeader ? ' or leader' : ''}`)
-  if (allowLeader && name === 'leader') return cluster.leader(5_000)
+  const datacenters = cluster.datacenterNames()
+  const leaderWord = datacenters === undefined ? 'leader' : 'DC/leader'
+  if (name === undefined) throw new UsageError(`a node is required: ${cluster.nodeNames().join(', ')}${allowLeader ? ` or ${leaderWord}` : ''}`)
+  if (allowLeader && name === 'leader') {
+    if (datacenters !== undefined) throw new UsageError(`leader: each datacenter has its own: ${datacenters.map((datacenter) => `${datacenter}/leader`).join(' or ')}`)
+    return cluster.leader(5_000)
+  }
+  const perDatacenter = /^(.+)\/leader$/.exec(name)
+  if (allowLeader && perDatacenter !== null) {
+    const datacenter = perDatacenter[1]!
+    if (datacenters === undefined) throw new UsageError(`${name}: not a federation (its one leader is: leader)`)
+    if (!datacenters.includes(datacenter)) throw new UsageError(`no datacenter ${JSON.stringify(datacenter)}: ${datacenters.join(', ')}`)
+    return cluster.leader(5_000, datacenter)
+  }
   if (!cluster.nodeNames().includes(name)) throw new UsageError(`no node ${JSON.stringify(name)}: ${cluster.nodeNames().join(', ')}`)
   return name
 }
@@ -165,9 +233,15 @@ async function up(options: Options): Promise<number> {
     ...(options.nodes === undefined ? {} : { nodes: options.nodes }),
     ...(options.foreground ? { logs: print } : {}),
     ...(options.tls ? { tls: true } : {}),
+    ...(options.datacenters === undefined ? {} : { datacenters: options.datacenters }),
   })
   printAddresses(cluster)
-  process.stdout.write(`Leader: ${await cluster.leader()}\n`)
+  const datacenters = cluster.datacenterNames()
+  if (datacenters === undefined) process.stdout.write(`Leader: ${await cluster.leader()}\n`)
+  else {
+    const leaders = await Promise.all(datacenters.map(async (datacenter) => `${datacenter} ${await cluster.leader(10_000, datacenter)}`))
+    process.stdout.write(`Leaders: ${leaders.join(', ')} (primary ${datacenters[0]})\n`)
+  }
   const root = displayPath(cluster.state().root)
   process.stdout.write(`State: ${root}/state.json  Logs: ${root}/logs/\n`)
   if (!options.foreground) return 0
@@ -184,11 +258,12 @@ async function run(options: Options): Promise<number> {
     process.stdout.write(`${USAGE}\n`)
     return verb === undefined ? 2 : 0
   }
-  const arity: Record<string, number> = { up: 0, status: 0, kill: 1, restart: 1, wipe: 1, pause: 1, resume: 1, partition: 1, heal: 0, down: 0 }
+  const arity: Record<string, number> = { up: 0, status: 0, kill: 1, restart: 1, wipe: 1, pause: 1, resume: 1, partition: 1, 'partition-dc': 1, heal: 0, down: 0 }
   const wanted = arity[verb]
   if (wanted === undefined) throw new UsageError(`unknown verb ${JSON.stringify(verb)}`)
   if ((wanted === 0 && argument !== undefined) || extra !== undefined) throw new UsageError(`${verb}: too many arguments`)
   if (options.tls && verb !== 'up') throw new UsageError(`--tls: only with up (${verb} follows what the state file says)`)
+  if (options.datacenters !== undefined && verb !== 'up') throw new UsageError(`--datacenters: only with up (${verb} follows what the state file says)`)
   if (verb === 'up') return up(options)
   const cluster = await LocalCluster.attach(options.root)
   switch (verb) {
@@ -197,12 +272,15 @@ async function run(options: Options): Promise<number> {
       const proxyUp = cluster.proxyUp()
       const partitioned = proxyUp ? await cluster.partitioned() : []
       const leaders = statuses.filter((status) => status.role === 'leader').map((status) => status.node)
+      const datacenters = cluster.datacenterNames() === undefined ? undefined : await cluster.datacenters()
       if (options.json) {
         const state = cluster.state()
         const tls = state.tls === undefined ? {} : { tls: { caFile: state.tls.caFile, clientCertFile: state.tls.clientCertFile, clientKeyFile: state.tls.clientKeyFile } }
-        process.stdout.write(`${JSON.stringify({ nodes: statuses, leaders, partitioned, proxy: { pid: state.proxyPid ?? 0, up: proxyUp }, managementToken: state.managementToken, ...tls }, null, 2)}\n`)
+        const federation = datacenters === undefined ? {} : { datacenters }
+        process.stdout.write(`${JSON.stringify({ nodes: statuses, leaders, partitioned, proxy: { pid: state.proxyPid ?? 0, up: proxyUp }, managementToken: state.managementToken, ...tls, ...federation }, null, 2)}\n`)
       } else {
         process.stdout.write(statusTable(statuses, partitioned, proxyUp))
+        if (datacenters !== undefined) process.stdout.write(`\n${datacenterTable(datacenters)}`)
       }
       return 0
     }
@@ -245,6 +323,14 @@ async function run(options: Options): Promise<number> {
       const node = await resolveNode(cluster, argument, false)
       await cluster.partition(node)
       process.stdout.write(`partitioned ${node}\n`)
+      return 0
+    }
+    case 'partition-dc': {
+      const datacenters = cluster.datacenterNames()
+      if (datacenters === undefined) throw new UsageError('partition-dc: not a federation (start one with up --datacenters)')
+      if (argument === undefined || !datacenters.includes(argument)) throw new UsageError(`partition-dc: a datacenter is required: ${datacenters.join(', ')}`)
+      await cluster.partitionDatacenter(argument)
+      process.stdout.write(`partitioned ${argument} from ${datacenters.filter((datacenter) => datacenter !== argument).join(', ')}\n`)
       return 0
     }
     case 'heal':

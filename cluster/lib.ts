@@ -19,6 +19,16 @@
  * (keys mode 0600); the nodes link over mutual TLS and serve their API over HTTPS only, asking every client for a
  * certificate, and this library's own client presents the client certificate. The state file records the files, so
  * every later verb (from any process) speaks HTTPS. The proxies pass TLS through like any other bytes.
+ *
+ * Federation (`up --datacenters dc1,dc2`): each datacenter is its own Raft group of N nodes (`dc1-n1`..), the first
+ * datacenter is the primary, and every node of a secondary joins the primary's nodes over WAN links (`--join-wan`)
+ * with the primary's management token as its replication token. WAN links are dialed at the address each server
+ * advertises, which is its own `--cluster-addr` (the agent has no separate advertise address), so `--peer` cannot
+ * send them through the proxies. Instead every node runs with a dial hook (`<root>/dial-routes.mjs`, loaded with
+ * `node --import`): before a TCP connection leaves the process, a destination that is another node's real cluster
+ * address is replaced by the proxy of the link from this node to that one. Every connection between two nodes, Raft
+ * or WAN, then crosses the proxies, so `partition NODE` isolates a node from its datacenter and from the others, and
+ * `partitionDatacenter(dc)` cuts exactly the links between DC and every other datacenter.
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
@@ -50,6 +60,38 @@ const STOP_GRACE_MS = 10_000
 const REQUEST_MS = 2_000
 /** The agents' default datacenter, which their server certificates must name (`server.dc1.warden`). */
 const DATACENTER = 'dc1'
+/** As the agent's datacenter names (src/agent/config.ts). */
+const DATACENTER_NAME = /^[a-z0-9_-]{1,64}$/
+/** The environment variable through which a node of a federation gets its dial routes (see DIAL_HOOK). */
+const DIAL_ROUTES_VARIABLE = 'WARDEN_CLUSTER_TOOL_DIAL_ROUTES'
+/**
+ * The dial hook of a federation's nodes, written to `<root>/dial-routes.mjs` and loaded with `node --import` before
+ * the agent. It replaces the destination of a TCP connection (net.connect, net.createConnection, tls.connect: what
+ * the WebSocket client of peer links calls) whose `host:port` is in the route table of the environment, and nothing
+ * else: the agent's own code is the build's, unchanged; only where its bytes go changes, as a NAT rule would.
+ */
+const DIAL_HOOK = `// Written by cluster/lib.ts (npm run cluster): routes a node's dials of other nodes through the link proxies.
+import net from 'node:net'
+import tls from 'node:tls'
+const routes = new Map(Object.entries(JSON.parse(process.env.${DIAL_ROUTES_VARIABLE} ?? '{}')))
+delete process.env.${DIAL_ROUTES_VARIABLE}
+function routed(connect) {
+  return function (...args) {
+    const options = args[0]
+    if (typeof options === 'object' && options !== null && !Array.isArray(options) && options.port !== undefined) {
+      const to = routes.get(\`\${options.host ?? 'localhost'}:\${options.port}\`)
+      if (to !== undefined) {
+        const colon = to.lastIndexOf(':')
+        args[0] = { ...options, host: to.slice(0, colon), port: Number(to.slice(colon + 1)) }
+      }
+    }
+    return connect.apply(this, args)
+  }
+}
+net.connect = routed(net.connect)
+net.createConnection = routed(net.createConnection)
+tls.connect = routed(tls.connect)
+`
 
 export interface NodeState {
   /** 0 while the node is not running (never started, killed, or stopped by `down`). */
@@ -63,8 +105,13 @@ export interface NodeState {
   keyFile?: string
   clusterAddress: string
   dataDir: string
-  /** Peer name → the proxy address this node dials for that peer. */
+  /**
+   * Peer name → the proxy address this node dials for that peer. In a federation, every other node of every
+   * datacenter: the peers of its own datacenter through `--peer`, all of them through the dial hook.
+   */
   proxies: Record<string, string>
+  /** The node's datacenter, in a federation (`ClusterState.datacenters`). */
+  datacenter?: string
 }
 
 export interface ClusterState {
@@ -79,6 +126,11 @@ export interface ClusterState {
   args?: string[]
   /** Present when the cluster runs with TLS: peer links over mutual TLS, the API over HTTPS with client certificates. */
   tls?: ClusterTls
+  /**
+   * Present for a federation (`up --datacenters`): its datacenters, the primary first. The management token is the
+   * primary's (its nodes get it as initial management token, the secondaries' nodes as replication token).
+   */
+  datacenters?: string[]
 }
 
 /** The files of a TLS cluster, all under `<root>/tls/`; the keys are mode 0600. */
@@ -108,6 +160,35 @@ export interface NodeStatus {
   httpsAddress?: string
   /** The node this one believes leads, '' for none or unknown. */
   leader: string
+  /** In a federation: the node's datacenter. */
+  datacenter?: string
+}
+
+/** One datacenter of a federation, as `datacenters()` reports it. */
+export interface DatacenterStatus {
+  datacenter: string
+  primary: boolean
+  nodes: string[]
+  /** The node that says it leads and that a majority of the datacenter's nodes name; '' for none. */
+  leader: string
+  /** Its WAN links are cut at the proxies (`partitionDatacenter`). */
+  wanCut: boolean
+  /** `GET /v1/catalog/datacenters` as the leader (or else any node that answers) sees it; [] when none answered. */
+  known: string[]
+  /** A secondary's `GET /v1/acl/replication`, from its leader (where the loop runs); absent for the primary or unknown. */
+  replication?: ReplicationStatus
+}
+
+/** The fields of `GET /v1/acl/replication` the tool shows. */
+export interface ReplicationStatus {
+  enabled: boolean
+  running: boolean
+  sourceDatacenter: string
+  replicatedIndex: number
+  replicatedRoleIndex: number
+  lastSuccess: string
+  lastError: string
+  lastErrorMessage: string
 }
 
 export interface UpOptions {
@@ -131,6 +212,11 @@ export interface UpOptions {
   tls?: boolean
   /** With `tls`: serve plain HTTP as well, on a port of its own (the benchmark compares the two on one node). */
   plainHttp?: boolean
+  /**
+   * A federation: one Raft group of `nodes` nodes per datacenter, named `<dc>-n1`.., the first datacenter the primary
+   * and the others joined to it over WAN links. Without it, one datacenter (the agents' default, dc1) of `n1`...
+   */
+  datacenters?: string[]
 }
 
 /** An answer in the shape the cluster tool's callers read (a fetch `Headers`; the body parsed when it is JSON). */
@@ -363,6 +449,16 @@ async function logTail(path: string, lines = 15): Promise<string> {
   return text.trimEnd().split('\n').slice(-lines).join('\n')
 }
 
+/** The node that says it leads and that a majority of `statuses`' nodes name as leader; '' for none. */
+function majorityLeader(statuses: NodeStatus[]): string {
+  const majority = Math.floor(statuses.length / 2) + 1
+  for (const candidate of statuses) {
+    if (candidate.role !== 'leader') continue
+    if (statuses.filter((status) => status.leader === candidate.node).length >= majority) return candidate.node
+  }
+  return ''
+}
+
 // -------------------------------------------------------------------------------------------------------------------
 // The cluster.
 
@@ -381,20 +477,36 @@ export class LocalCluster {
     const root = resolve(options.root ?? DEFAULT_ROOT)
     const count = options.nodes ?? 3
     if (!Number.isInteger(count) || count < 1 || count > 9) throw new Error(`nodes: must be an integer from 1 to 9, not ${count}`)
+    const datacenters = options.datacenters
+    if (datacenters !== undefined) {
+      if (datacenters.length === 0 || datacenters.length > 9) throw new Error(`datacenters: from 1 to 9, not ${datacenters.length}`)
+      for (const datacenter of datacenters) {
+        if (!DATACENTER_NAME.test(datacenter)) throw new Error(`datacenters: ${JSON.stringify(datacenter)} is not a datacenter name (lowercase letters, digits, "-" or "_")`)
+      }
+      if (new Set(datacenters).size !== datacenters.length) throw new Error(`datacenters: ${datacenters.join(',')} names one twice`)
+    }
     await mkdir(join(root, 'logs'), { recursive: true, mode: 0o700 })
-    const names = Array.from({ length: count }, (_, position) => `n${position + 1}`)
+    // The datacenter of each node: a federation's nodes are named after theirs; a single datacenter's are n1...
+    const datacenterOf = new Map<string, string | undefined>(
+      (datacenters ?? [undefined]).flatMap((datacenter) =>
+        Array.from({ length: count }, (_, position) => [datacenter === undefined ? `n${position + 1}` : `${datacenter}-n${position + 1}`, datacenter] as const),
+      ),
+    )
+    const names = [...datacenterOf.keys()]
     const previous = await readState(root).catch(() => undefined)
     if (previous !== undefined) {
       const cluster = new LocalCluster(previous)
       if (cluster.runningPids().length > 0) throw new Error(`a cluster is already running under ${root} (stop it with: npm run cluster -- down)`)
-      if (Object.keys(previous.nodes).sort().join() !== names.join()) {
-        throw new Error(`${root} holds a cluster of ${Object.keys(previous.nodes).join(', ')}: remove it first for a cluster of ${count}`)
+      if (Object.keys(previous.nodes).sort().join() !== [...names].sort().join() || (previous.datacenters ?? []).join() !== (datacenters ?? []).join()) {
+        const held = previous.datacenters === undefined ? '' : ` in ${previous.datacenters.join(', ')}`
+        throw new Error(`${root} holds a cluster of ${Object.keys(previous.nodes).join(', ')}${held}: remove it first for a cluster of ${count}${datacenters === undefined ? '' : ` per datacenter in ${datacenters.join(', ')}`}`)
       }
     }
     if (options.plainHttp === true && options.tls !== true) throw new Error('plainHttp: only with tls (without TLS the API is plain HTTP anyway)')
-    const tls = options.tls === true ? await issueCertificates(root, names) : undefined
+    const tls = options.tls === true ? await issueCertificates(root, names.map((name) => ({ name, datacenter: datacenterOf.get(name) ?? DATACENTER })), datacenters?.[0] ?? DATACENTER) : undefined
     const nodes: Record<string, NodeState> = {}
     for (const name of names) {
+      const datacenter = datacenterOf.get(name)
       nodes[name] = {
         pid: 0,
         httpAddress: tls === undefined || options.plainHttp === true ? `127.0.0.1:${await freePort()}` : '',
@@ -402,6 +514,7 @@ export class LocalCluster {
         clusterAddress: `127.0.0.1:${await freePort()}`,
         dataDir: join(root, name),
         proxies: {},
+        ...(datacenter === undefined ? {} : { datacenter }),
       }
     }
     const cluster = new LocalCluster({
@@ -412,6 +525,7 @@ export class LocalCluster {
       root,
       args: options.args ?? [],
       ...(tls === undefined ? {} : { tls: tls.cluster }),
+      ...(datacenters === undefined ? {} : { datacenters }),
     })
     // Saved at once: from here on every method reloads the file, which must describe this cluster, not the last one.
     await cluster.save()
@@ -439,6 +553,18 @@ export class LocalCluster {
 
   nodeNames(): string[] {
     return Object.keys(this.current.nodes)
+  }
+
+  /** A federation's datacenters, the primary first; undefined for a cluster of one datacenter. */
+  datacenterNames(): string[] | undefined {
+    return this.current.datacenters === undefined ? undefined : [...this.current.datacenters]
+  }
+
+  /** The nodes of `datacenter` in a federation (an error for a datacenter it does not have). */
+  nodesOf(datacenter: string): string[] {
+    if (this.current.datacenters === undefined) throw new Error(`not a federation: no datacenter ${JSON.stringify(datacenter)} (start one with up --datacenters)`)
+    if (!this.current.datacenters.includes(datacenter)) throw new Error(`no datacenter ${JSON.stringify(datacenter)} (datacenters: ${this.current.datacenters.join(', ')})`)
+    return this.nodeNames().filter((name) => this.node(name).datacenter === datacenter)
   }
 
   /** Where this library reaches `node`'s API: `https://host:port` in a TLS cluster, else `http://host:port`. */
@@ -473,26 +599,81 @@ export class LocalCluster {
 
   async status(): Promise<NodeStatus[]> {
     await this.reload()
-    return Promise.all(this.nodeNames().map((name) => this.nodeStatus(name)))
+    return this.statusOf(this.nodeNames())
   }
 
-  /** The node that says it leads and that a majority of all nodes name as leader, waiting up to `timeoutMs`. */
-  async leader(timeoutMs = 10_000): Promise<string> {
+  private async statusOf(names: string[]): Promise<NodeStatus[]> {
+    return Promise.all(names.map((name) => this.nodeStatus(name)))
+  }
+
+  /**
+   * The node that says it leads and that a majority of all nodes name as leader, waiting up to `timeoutMs`. In a
+   * federation, of `datacenter`'s nodes (required there: each datacenter has a leader of its own).
+   */
+  async leader(timeoutMs = 10_000, datacenter?: string): Promise<string> {
+    await this.reload()
+    if (datacenter === undefined && this.current.datacenters !== undefined) {
+      throw new Error(`a federation has a leader per datacenter: name one (${this.current.datacenters.join(', ')})`)
+    }
+    const names = datacenter === undefined ? this.nodeNames() : this.nodesOf(datacenter)
     const deadline = Date.now() + timeoutMs
-    const majority = Math.floor(this.nodeNames().length / 2) + 1
     for (;;) {
-      const statuses = await this.status()
-      for (const candidate of statuses) {
-        if (candidate.role !== 'leader') continue
-        const supporters = statuses.filter((status) => status.leader === candidate.node).length
-        if (supporters >= majority) return candidate.node
-      }
+      await this.reload() // Another process may have restarted a node since (a new pid).
+      const statuses = await this.statusOf(names)
+      const leader = majorityLeader(statuses)
+      if (leader !== '') return leader
       if (Date.now() > deadline) {
         const seen = statuses.map((status) => `${status.node}: ${status.role}${status.leader === '' ? '' : ` (leader ${status.leader})`}`)
-        throw new Error(`no leader named by a majority within ${timeoutMs} ms (${seen.join('; ')})`)
+        throw new Error(`no leader named by a majority${datacenter === undefined ? '' : ` of ${datacenter}`} within ${timeoutMs} ms (${seen.join('; ')})`)
       }
       await sleep(50)
     }
+  }
+
+  /**
+   * Each datacenter of a federation: its leader, whether its WAN links are cut, the datacenters it knows, and for a
+   * secondary its leader's replication status. Never waits for a leader; what cannot be asked is left out.
+   */
+  async datacenters(): Promise<DatacenterStatus[]> {
+    await this.reload()
+    const datacenters = this.current.datacenters
+    if (datacenters === undefined) throw new Error('not a federation (start one with up --datacenters)')
+    const cut = this.proxyUp() ? await this.partitionedDatacenters().catch(() => []) : []
+    const statuses = await this.statusOf(this.nodeNames())
+    return Promise.all(
+      datacenters.map(async (datacenter, position): Promise<DatacenterStatus> => {
+        const nodes = this.nodesOf(datacenter)
+        const leader = majorityLeader(statuses.filter((status) => nodes.includes(status.node)))
+        const askable = statuses.filter((status) => nodes.includes(status.node) && status.up && !status.paused).map((status) => status.node)
+        const order = leader === '' ? askable : [leader, ...askable.filter((name) => name !== leader)]
+        let known: string[] = []
+        for (const node of order) {
+          const answer = await this.request(node, 'GET', '/v1/catalog/datacenters').catch(() => undefined)
+          if (answer?.status === 200 && Array.isArray(answer.body)) {
+            known = answer.body as string[]
+            break
+          }
+        }
+        const status: DatacenterStatus = { datacenter, primary: position === 0, nodes, leader, wanCut: cut.includes(datacenter), known }
+        if (position === 0 || leader === '') return status
+        const answer = await this.request(leader, 'GET', '/v1/acl/replication').catch(() => undefined)
+        if (answer?.status !== 200 || typeof answer.body !== 'object' || answer.body === null) return status
+        const body = answer.body as Record<string, unknown>
+        const text = (key: string): string => (typeof body[key] === 'string' ? (body[key] as string) : '')
+        const number = (key: string): number => (typeof body[key] === 'number' ? (body[key] as number) : 0)
+        status.replication = {
+          enabled: body.Enabled === true,
+          running: body.Running === true,
+          sourceDatacenter: text('SourceDatacenter'),
+          replicatedIndex: number('ReplicatedIndex'),
+          replicatedRoleIndex: number('ReplicatedRoleIndex'),
+          lastSuccess: text('LastSuccess'),
+          lastError: text('LastError'),
+          lastErrorMessage: text('LastErrorMessage'),
+        }
+        return status
+      }),
+    )
   }
 
   async kill(node: string): Promise<void> {
@@ -524,7 +705,10 @@ export class LocalCluster {
   async wipe(node: string): Promise<number> {
     await this.reload()
     const spec = this.node(node)
-    if (this.nodeNames().length === 1) throw new Error(`${node} is the only node: wiping it would lose every write (there is no cluster to rejoin)`)
+    if (spec.datacenter === undefined ? this.nodeNames().length === 1 : this.nodesOf(spec.datacenter).length === 1) {
+      const where = spec.datacenter === undefined ? '' : ` of ${spec.datacenter}`
+      throw new Error(`${node} is the only node${where}: wiping it would lose every write (there is no cluster to rejoin)`)
+    }
     // The state file names the directory to delete: only ever one inside this cluster's root.
     const dataDir = resolve(spec.dataDir)
     const root = resolve(this.current.root)
@@ -564,6 +748,18 @@ export class LocalCluster {
     await this.proxyControl('POST', `/partition?node=${encodeURIComponent(node)}`)
   }
 
+  /**
+   * In a federation: cuts every link between a node of `datacenter` and a node of another datacenter at the proxies
+   * (open connections reset, new ones refused); the links inside each datacenter stay open. `heal` reopens them.
+   */
+  async partitionDatacenter(datacenter: string): Promise<void> {
+    await this.reload()
+    this.nodesOf(datacenter)
+    if (this.current.datacenters!.length === 1) throw new Error(`${datacenter} is the only datacenter: it has no WAN link to cut`)
+    await this.proxyControl('POST', `/partition-dc?dc=${encodeURIComponent(datacenter)}`)
+  }
+
+  /** Reopens every link cut by `partition` or `partitionDatacenter`. */
   async heal(): Promise<void> {
     await this.reload()
     await this.proxyControl('POST', '/heal')
@@ -574,6 +770,13 @@ export class LocalCluster {
     await this.reload()
     const answer = (await this.proxyControl('GET', '/state')) as { partitioned: string[] }
     return answer.partitioned
+  }
+
+  /** The datacenters currently cut off by `partitionDatacenter`. */
+  async partitionedDatacenters(): Promise<string[]> {
+    await this.reload()
+    const answer = (await this.proxyControl('GET', '/state')) as { partitionedDatacenters?: string[] }
+    return answer.partitionedDatacenters ?? []
   }
 
   /** Whether the link proxy process is alive (without it no node reaches any other). */
@@ -662,7 +865,16 @@ export class LocalCluster {
 
   private async startProxy(): Promise<void> {
     const names = this.nodeNames()
-    const links = names.flatMap((from) => names.filter((to) => to !== from).map((to) => ({ from, to, target: this.node(to).clusterAddress })))
+    // In a federation, a link between every two nodes of any datacenters: Raft links within one, WAN links across
+    // (and WAN links within one too: every server links with every member of the WAN, its own datacenter's included).
+    const links = names.flatMap((from) =>
+      names
+        .filter((to) => to !== from)
+        .map((to) => {
+          const ends = this.node(from).datacenter === undefined ? {} : { fromDatacenter: this.node(from).datacenter!, toDatacenter: this.node(to).datacenter! }
+          return { from, to, target: this.node(to).clusterAddress, ...ends }
+        }),
+    )
     const readyPath = this.proxyMarker()
     await rm(readyPath, { force: true })
     const log = openSync(join(this.current.root, 'logs', 'proxy.log'), 'a')
@@ -726,16 +938,59 @@ export class LocalCluster {
   private agentArgs(name: string): string[] {
     const spec = this.node(name)
     // The node dials its peers through the proxies and names itself with its real address (ignored as a peer).
-    const peers = this.nodeNames().flatMap((peer) => ['--peer', `${peer}=${peer === name ? spec.clusterAddress : spec.proxies[peer]}`])
+    const peerNames = spec.datacenter === undefined ? this.nodeNames() : this.nodesOf(spec.datacenter)
+    const peers = peerNames.flatMap((peer) => ['--peer', `${peer}=${peer === name ? spec.clusterAddress : spec.proxies[peer]}`])
     return [
+      ...(spec.datacenter === undefined ? [] : ['--import', pathToFileURL(this.dialHookPath()).href]),
       AGENT_CLI, 'agent',
       '--node-name', name,
       '--data-dir', spec.dataDir,
       ...this.listenerArgs(name),
       '--cluster-addr', spec.clusterAddress,
       ...peers,
+      ...this.federationArgs(name),
       ...(this.current.args ?? []),
     ]
+  }
+
+  /**
+   * In a federation: the node's datacenter, the primary, and for a secondary's node every node of the primary as
+   * `--join-wan` (each retried until it answers; one is enough, several survive a primary node being down). The
+   * addresses are the primary nodes' real cluster addresses, which the dial hook sends through the proxies.
+   */
+  private federationArgs(name: string): string[] {
+    const { datacenter } = this.node(name)
+    const datacenters = this.current.datacenters
+    if (datacenter === undefined || datacenters === undefined) return []
+    const primary = datacenters[0]!
+    const join = datacenter === primary ? [] : this.nodesOf(primary).flatMap((node) => ['--join-wan', this.node(node).clusterAddress])
+    return ['--datacenter', datacenter, '--primary-datacenter', primary, ...join]
+  }
+
+  /**
+   * The environment of a node: the cluster key, and the management token as what it is to that node: the initial
+   * management token of a cluster of one datacenter or of a federation's primary; a secondary's replication token
+   * (a secondary refuses an initial management token). In a federation, the dial routes of the hook as well: every
+   * other node's real cluster address → the proxy of the link from this node to it.
+   */
+  private agentEnvironment(name: string): NodeJS.ProcessEnv {
+    const spec = this.node(name)
+    const environment: NodeJS.ProcessEnv = { ...process.env, WARDEN_CLUSTER_KEY: this.current.clusterKey }
+    delete environment.WARDEN_INITIAL_MANAGEMENT_TOKEN
+    delete environment.WARDEN_ACL_REPLICATION_TOKEN
+    delete environment[DIAL_ROUTES_VARIABLE]
+    const datacenters = this.current.datacenters
+    if (spec.datacenter === undefined || datacenters === undefined) return { ...environment, WARDEN_INITIAL_MANAGEMENT_TOKEN: this.current.managementToken }
+    const routes: Record<string, string> = {}
+    for (const [peer, proxy] of Object.entries(spec.proxies)) routes[this.node(peer).clusterAddress] = proxy
+    environment[DIAL_ROUTES_VARIABLE] = JSON.stringify(routes)
+    if (spec.datacenter === datacenters[0]) environment.WARDEN_INITIAL_MANAGEMENT_TOKEN = this.current.managementToken
+    else environment.WARDEN_ACL_REPLICATION_TOKEN = this.current.managementToken
+    return environment
+  }
+
+  private dialHookPath(): string {
+    return join(this.current.root, 'dial-routes.mjs')
   }
 
   /** Plain HTTP; or, with TLS, the files, HTTPS asking for client certificates, and plain HTTP off unless kept. */
@@ -760,13 +1015,15 @@ export class LocalCluster {
     const spec = this.node(name)
     const logPath = this.logPath(name)
     const offset = await fileSize(logPath)
+    // Written again at every start, so a node started by a later version of this file gets that version's hook.
+    if (spec.datacenter !== undefined) await writeFile(this.dialHookPath(), DIAL_HOOK, { mode: 0o644 })
     const log = openSync(logPath, 'a')
     // Secrets go in the environment, not in argv, where every user of this machine could read them with ps.
     const child = spawn(process.execPath, this.agentArgs(name), {
       cwd: REPO_ROOT,
       detached: true,
       stdio: ['ignore', log, log],
-      env: { ...process.env, WARDEN_CLUSTER_KEY: this.current.clusterKey, WARDEN_INITIAL_MANAGEMENT_TOKEN: this.current.managementToken },
+      env: this.agentEnvironment(name),
     })
     closeSync(log)
     child.unref()
@@ -796,12 +1053,24 @@ export class LocalCluster {
    */
   private async ready(): Promise<void> {
     const deadline = Date.now() + CLUSTER_READY_MS
-    await this.leader(CLUSTER_READY_MS)
+    const datacenters = this.current.datacenters
+    if (datacenters === undefined) await this.leader(CLUSTER_READY_MS)
+    else await Promise.all(datacenters.map((datacenter) => this.leader(CLUSTER_READY_MS, datacenter)))
     for (const name of this.nodeNames()) {
       for (;;) {
         const self = await this.request(name, 'GET', '/v1/acl/token/self?stale').catch(() => undefined)
         if (self?.status === 200) break
         if (Date.now() > deadline) throw new Error(`the management token did not work on ${name} within ${CLUSTER_READY_MS} ms`)
+        await sleep(50)
+      }
+    }
+    if (datacenters === undefined) return
+    // A federation is ready once every node knows every datacenter (its WAN links are up).
+    for (const name of this.nodeNames()) {
+      for (;;) {
+        const known = await this.request(name, 'GET', '/v1/catalog/datacenters').catch(() => undefined)
+        if (known?.status === 200 && Array.isArray(known.body) && datacenters.every((datacenter) => (known.body as string[]).includes(datacenter))) break
+        if (Date.now() > deadline) throw new Error(`${name} did not know every datacenter (${datacenters.join(', ')}) within ${CLUSTER_READY_MS} ms`)
         await sleep(50)
       }
     }
@@ -850,7 +1119,12 @@ export class LocalCluster {
 
   private async nodeStatus(name: string): Promise<NodeStatus> {
     const spec = this.node(name)
-    const base = { node: name, httpAddress: spec.httpAddress, ...(spec.httpsAddress === undefined ? {} : { httpsAddress: spec.httpsAddress }) }
+    const base = {
+      node: name,
+      httpAddress: spec.httpAddress,
+      ...(spec.httpsAddress === undefined ? {} : { httpsAddress: spec.httpsAddress }),
+      ...(spec.datacenter === undefined ? {} : { datacenter: spec.datacenter }),
+    }
     const unknown = { term: 0, commitIndex: 0, appliedIndex: 0, lastContactMs: 0, leader: '' }
     const state = processState(spec.pid, spec.dataDir)
     if (state === 'gone') return { ...base, up: false, paused: false, role: 'down', ...unknown }
@@ -909,10 +1183,15 @@ export class LocalCluster {
 
 /**
  * A CA (the one already under `<root>/tls/` when there is one), a server certificate for each node (naming
- * `server.dc1.warden`, `<node>.server.dc1.warden`, localhost and 127.0.0.1) and a client certificate. The
- * generator is loaded here, not at the top: it pulls in an X.509 library that clusters without TLS need not load.
+ * `server.<dc>.warden`, `<node>.server.<dc>.warden`, localhost and 127.0.0.1, where dc is the node's datacenter:
+ * dc1 but in a federation) and a client certificate (of dc1, or of a federation's primary). The generator is loaded here, not at the top: it pulls
+ * in an X.509 library that clusters without TLS need not load.
  */
-async function issueCertificates(root: string, names: string[]): Promise<{ cluster: ClusterTls; nodes: Record<string, { certFile: string; keyFile: string }> }> {
+async function issueCertificates(
+  root: string,
+  servers: Array<{ name: string; datacenter: string }>,
+  clientDatacenter: string,
+): Promise<{ cluster: ClusterTls; nodes: Record<string, { certFile: string; keyFile: string }> }> {
   const { createCa, createCert } = await import('../src/cli/tls/generate.js')
   const directory = join(root, 'tls')
   await mkdir(directory, { recursive: true, mode: 0o700 })
@@ -925,16 +1204,16 @@ async function issueCertificates(root: string, names: string[]): Promise<{ clust
     await writeFile(caFile, ca.cert)
     await writeKey(caKeyFile, ca.key)
   }
-  const issue = async (kind: 'server' | 'client', stem: string, node?: string): Promise<{ certFile: string; keyFile: string }> => {
-    const issued = await createCert({ ca: ca.cert, caKey: ca.key, kind, dc: DATACENTER, ...(node === undefined ? {} : { node }) })
+  const issue = async (kind: 'server' | 'client', dc: string, stem: string, node?: string): Promise<{ certFile: string; keyFile: string }> => {
+    const issued = await createCert({ ca: ca.cert, caKey: ca.key, kind, dc, ...(node === undefined ? {} : { node }) })
     const files = { certFile: join(directory, `${stem}.pem`), keyFile: join(directory, `${stem}-key.pem`) }
     await writeFile(files.certFile, issued.cert)
     await writeKey(files.keyFile, issued.key)
     return files
   }
   const nodes: Record<string, { certFile: string; keyFile: string }> = {}
-  for (const name of names) nodes[name] = await issue('server', `${DATACENTER}-server-warden-${name}`, name)
-  const client = await issue('client', `${DATACENTER}-client-warden`)
+  for (const { name, datacenter } of servers) nodes[name] = await issue('server', datacenter, `${datacenter}-server-warden-${name}`, name)
+  const client = await issue('client', clientDatacenter, `${clientDatacenter}-client-warden`)
   return { cluster: { caFile, caKeyFile, clientCertFile: client.certFile, clientKeyFile: client.keyFile }, nodes }
 }
 

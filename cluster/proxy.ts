@@ -3,6 +3,9 @@
  * that started them). Every directed peer link A→B is a loopback TCP listener: node A is told that B lives there, and
  * the proxy forwards bytes to B's real cluster port. Nodes prove their names in the peer handshake, so the detour
  * changes nothing but the path, and cutting the path is a partition at the transport, below Raft and WebSocket.
+ * In a federation (`up --datacenters`) every link also names the datacenters of its two ends, and a datacenter can be
+ * cut off from the others: every link between one of its nodes and a node of another datacenter is blocked, while the
+ * links inside each datacenter stay open.
  *
  * Run by cluster/lib.ts, not by hand:
  *   node --import tsx cluster/proxy.ts --links '[{"from":"n1","to":"n2","target":"127.0.0.1:P"}, ...]' --ready FILE
@@ -10,8 +13,10 @@
  * `{ pid, controlAddress, links: [{ from, to, target, address }] }`. The control API is loopback HTTP without auth
  * (anyone on this machine could already signal the nodes):
  *   GET  /state                 → { partitioned: string[], links: [{ from, to, address, blocked, connections }] }
+ *   GET  /state                 → also partitionedDatacenters: string[]
  *   POST /partition?node=NAME   → cuts every open connection of every link from or to NAME, and refuses new ones
- *   POST /heal                  → lets every link through again
+ *   POST /partition-dc?dc=DC    → the same for every link between a node of DC and a node of another datacenter
+ *   POST /heal                  → lets every link through again (nodes and datacenters)
  * SIGTERM or SIGINT closes everything and exits 0.
  */
 import { rename, writeFile } from 'node:fs/promises'
@@ -23,6 +28,9 @@ export interface LinkSpec {
   to: string
   /** host:port of the `to` node's cluster listener. */
   target: string
+  /** The datacenters of both ends, in a federation (absent for a cluster of one datacenter). */
+  fromDatacenter?: string
+  toDatacenter?: string
 }
 
 export interface ProxyReady {
@@ -39,9 +47,15 @@ interface Link extends LinkSpec {
 }
 
 const partitioned = new Set<string>()
+const partitionedDatacenters = new Set<string>()
+
+function crossesDatacenters(link: LinkSpec): boolean {
+  return link.fromDatacenter !== undefined && link.toDatacenter !== undefined && link.fromDatacenter !== link.toDatacenter
+}
 
 function blocked(link: LinkSpec): boolean {
-  return partitioned.has(link.from) || partitioned.has(link.to)
+  if (partitioned.has(link.from) || partitioned.has(link.to)) return true
+  return crossesDatacenters(link) && (partitionedDatacenters.has(link.fromDatacenter!) || partitionedDatacenters.has(link.toDatacenter!))
 }
 
 function splitAddress(address: string): { host: string; port: number } {
@@ -101,8 +115,8 @@ async function openLink(spec: LinkSpec): Promise<Link> {
   return link
 }
 
-function partition(links: Link[], node: string): void {
-  partitioned.add(node)
+/** Resets every open connection of every link now blocked. */
+function cutBlocked(links: Link[]): void {
   for (const link of links) {
     if (!blocked(link)) continue
     for (const pair of [...link.connections]) {
@@ -120,19 +134,36 @@ function control(links: Link[], request: IncomingMessage, response: ServerRespon
     response.end(JSON.stringify(body))
   }
   const names = new Set(links.flatMap((link) => [link.from, link.to]))
+  const datacenters = new Set(links.filter(crossesDatacenters).flatMap((link) => [link.fromDatacenter!, link.toDatacenter!]))
   if (request.method === 'GET' && url.pathname === '/state') {
     reply(200, {
       partitioned: [...partitioned].sort(),
-      links: links.map((link) => ({ from: link.from, to: link.to, address: link.address, blocked: blocked(link), connections: link.connections.size })),
+      partitionedDatacenters: [...partitionedDatacenters].sort(),
+      links: links.map((link) => ({
+        from: link.from,
+        to: link.to,
+        ...(link.fromDatacenter === undefined ? {} : { fromDatacenter: link.fromDatacenter, toDatacenter: link.toDatacenter }),
+        address: link.address,
+        blocked: blocked(link),
+        connections: link.connections.size,
+      })),
     })
   } else if (request.method === 'POST' && url.pathname === '/partition') {
     const node = url.searchParams.get('node') ?? ''
     if (!names.has(node)) return reply(400, { error: `node: no link touches ${JSON.stringify(node)}` })
-    partition(links, node)
+    partitioned.add(node)
+    cutBlocked(links)
     reply(200, { partitioned: [...partitioned].sort() })
+  } else if (request.method === 'POST' && url.pathname === '/partition-dc') {
+    const datacenter = url.searchParams.get('dc') ?? ''
+    if (!datacenters.has(datacenter)) return reply(400, { error: `dc: no link joins ${JSON.stringify(datacenter)} to another datacenter` })
+    partitionedDatacenters.add(datacenter)
+    cutBlocked(links)
+    reply(200, { partitionedDatacenters: [...partitionedDatacenters].sort() })
   } else if (request.method === 'POST' && url.pathname === '/heal') {
     partitioned.clear()
-    reply(200, { partitioned: [] })
+    partitionedDatacenters.clear()
+    reply(200, { partitioned: [], partitionedDatacenters: [] })
   } else {
     reply(404, { error: `no ${request.method} ${url.pathname}` })
   }
@@ -154,7 +185,14 @@ async function main(argv: string[]): Promise<void> {
   const ready: ProxyReady = {
     pid: process.pid,
     controlAddress: `127.0.0.1:${controlBound.port}`,
-    links: links.map((link) => ({ from: link.from, to: link.to, target: link.target, address: link.address })),
+    links: links.map((link) => ({
+      from: link.from,
+      to: link.to,
+      target: link.target,
+      ...(link.fromDatacenter === undefined ? {} : { fromDatacenter: link.fromDatacenter }),
+      ...(link.toDatacenter === undefined ? {} : { toDatacenter: link.toDatacenter }),
+      address: link.address,
+    })),
   }
   // Rename makes the file appear whole: the tool polls for it and must never read half of it.
   await writeFile(`${readyPath}.tmp`, JSON.stringify(ready))
