@@ -16,9 +16,10 @@ import { Backoff } from '../lib/backoff.js'
 import { WardenError } from '../lib/errors.js'
 import type { Cluster } from '../rpc/index.js'
 import type { DatacenterForwarder, ForwardedAnswer } from '../rpc/dc-forward.js'
-import { COMMAND_VERSION, type Command, type PolicyWrite, type RoleWrite, type TokenCreate } from '../state/commands.js'
-import { listRecords, policySpec, roleSpec, tokenSpec } from '../state/tables.js'
-import { replicationRecords, REPLICATED_STREAMS, type ReplicatedStream } from '../state/replication.js'
+import { COMMAND_VERSION, type Command, type ConfigEntryWrite, type PolicyWrite, type RoleWrite, type TokenCreate } from '../state/commands.js'
+import { configSpec, listRecords, policySpec, roleSpec, tokenSpec } from '../state/tables.js'
+import { CONFIG_KINDS, configEntryKey } from '../state/config-entries.js'
+import { configDeleteKey, LOCAL_CONFIG_KINDS, replicationRecords, REPLICATED_STREAMS, type ReplicatedStream } from '../state/replication.js'
 import type { StateStore } from '../state/store.js'
 
 /** The blocking wait of a list round, as Consul's replication (which waits up to 5 min). */
@@ -59,6 +60,9 @@ const PATHS: Record<ReplicatedStream, { list: string; read: (id: string) => stri
   roles: { list: '/v1/acl/roles', read: (id) => `/v1/acl/role/${id}`, key: 'ID' },
   // Global tokens only: a local token never leaves its datacenter (the list shows both; Local tells them apart).
   tokens: { list: '/v1/acl/tokens', read: (id) => `/v1/acl/token/${id}`, key: 'AccessorID' },
+  // Config entries are listed per kind (configRound); this list is the one a round blocks on: every kind's list
+  // carries the config table's index, so it wakes on a change of any kind.
+  config: { list: '/v1/config/proxy-defaults', read: () => '', key: 'ID' },
 }
 
 export class AclReplicator {
@@ -122,6 +126,7 @@ export class AclReplicator {
   /** One round: waits for the primary's list to move past `seenIndex`, then brings the local records to it. */
   private async round(stream: ReplicatedStream, seenIndex: number | undefined): Promise<number | undefined> {
     if (this.settings.token === undefined) throw new Error('no replication token: set acl.tokens.replication (or --acl-replication-token-file, WARDEN_ACL_REPLICATION_TOKEN)')
+    if (stream === 'config') return this.configRound(seenIndex)
     const replicated = (await replicationRecords(this.state.reader)).get(stream)?.RemoteIndex ?? 0
     // Not ?stale: a lagging server of the primary would list fewer records, and the diff would delete here what the
     // primary still has. The primary's leader answers (its default consistency), as for the reads of each record.
@@ -158,6 +163,35 @@ export class AclReplicator {
     return remoteIndex
   }
 
+  /**
+   * Config entries: waits for the config table to move at the primary, lists every kind but those each datacenter
+   * writes on its own (exported-services), and brings the local entries to them. Entries have no Hash: they are
+   * compared by content (every field but the indexes). The round claims the lowest index of its lists, each of which is
+   * no newer than its own answer.
+   */
+  private async configRound(seenIndex: number | undefined): Promise<number | undefined> {
+    const replicated = (await replicationRecords(this.state.reader)).get('config')?.RemoteIndex ?? 0
+    if (seenIndex !== undefined) {
+      const waited = await this.get(`${PATHS.config.list}?ns=*&index=${seenIndex}&wait=${WAIT_MS}ms`, WAIT_MS)
+      if (Number(waited.headers['x-service-index'] ?? '0') === seenIndex) return seenIndex
+    }
+    let remoteIndex = Number.MAX_SAFE_INTEGER
+    const remote = new Map<string, Record<string, unknown>>()
+    for (const kind of CONFIG_KINDS_REPLICATED) {
+      const listed = await this.get(`/v1/config/${kind}?ns=*`, 60_000)
+      remoteIndex = Math.min(remoteIndex, Number(listed.headers['x-service-index'] ?? '0'))
+      if (!Array.isArray(listed.body)) throw new Error(`the primary's ${kind} list is not a list`)
+      for (const entry of listed.body as Array<Record<string, unknown>>) remote.set(configEntryKey(entry as ConfigEntryWrite), entry)
+    }
+    const local = (await listRecords(this.state.reader, configSpec)).filter((entry) => !LOCAL_CONFIG_KINDS.has(entry.Kind))
+    const localContent = new Map(local.map((entry) => [configEntryKey(entry), contentOf(entry)]))
+    const upserts = [...remote.entries()].filter(([key, entry]) => localContent.get(key) !== contentOf(entry)).map(([, entry]) => withoutIndexes(entry))
+    const deletes = local.filter((entry) => !remote.has(configEntryKey(entry))).map((entry) => configDeleteKey(entry))
+    await this.apply('config', upserts, deletes, remoteIndex, replicated)
+    if (upserts.length + deletes.length > 0) this.log.info({ stream: 'config', upserts: upserts.length, deletes: deletes.length, remoteIndex }, 'replicated from the primary')
+    return remoteIndex
+  }
+
   /** What this datacenter holds of a stream, by ID and Hash: for tokens, its global ones only (its local ones are its own). */
   private async localRecords(stream: ReplicatedStream): Promise<Array<{ ID: string; Hash: string }>> {
     if (stream === 'policies') return listRecords(this.state.reader, policySpec)
@@ -167,8 +201,8 @@ export class AclReplicator {
   }
 
   /** Proposes the changes in bounded, paced batches; the last one records `remoteIndex`. */
-  private async apply(stream: ReplicatedStream, upserts: Array<PolicyWrite | RoleWrite | TokenCreate>, deletes: string[], remoteIndex: number, replicated: number): Promise<void> {
-    const batches: Array<{ upserts: Array<PolicyWrite | RoleWrite | TokenCreate>; deletes: string[] }> = []
+  private async apply(stream: ReplicatedStream, upserts: Array<PolicyWrite | RoleWrite | TokenCreate | ConfigEntryWrite>, deletes: string[], remoteIndex: number, replicated: number): Promise<void> {
+    const batches: Array<{ upserts: Array<PolicyWrite | RoleWrite | TokenCreate | ConfigEntryWrite>; deletes: string[] }> = []
     for (let start = 0; start < deletes.length; start += DELETES_MAX) batches.push({ upserts: [], deletes: deletes.slice(start, start + DELETES_MAX) })
     for (let start = 0; start < upserts.length; start += UPSERTS_MAX) batches.push({ upserts: upserts.slice(start, start + UPSERTS_MAX), deletes: [] })
     // Nothing to change but the index moved: one empty batch records it, so a new leader need not diff again.
@@ -314,4 +348,28 @@ function safeError(text: string): string {
     // Not the error shape: its first line below.
   }
   return (text.split('\n')[0] ?? '').slice(0, 300)
+}
+
+/** The config-entry kinds a secondary replicates: every kind of the contract but those each datacenter writes alone. */
+const CONFIG_KINDS_REPLICATED = CONFIG_KINDS.filter((kind) => !LOCAL_CONFIG_KINDS.has(kind))
+
+function withoutIndexes(entry: Record<string, unknown>): ConfigEntryWrite {
+  const { CreateIndex: _create, ModifyIndex: _modify, ...fields } = entry
+  return fields as ConfigEntryWrite
+}
+
+/** An entry's fields but its indexes, as text with keys in order: equal text, equal entry. */
+function contentOf(entry: Record<string, unknown>): string {
+  return stableText(withoutIndexes(entry))
+}
+
+function stableText(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableText).join(',')}]`
+  if (typeof value === 'object' && value !== null) {
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${stableText((value as Record<string, unknown>)[key])}`)
+      .join(',')}}`
+  }
+  return JSON.stringify(value) ?? 'null'
 }

@@ -14,24 +14,8 @@ import { InvalidInputError, PermissionDeniedError } from '../lib/errors.js'
 import type { ApiContext } from './context.js'
 import { callerOf } from './request.js'
 
-export const CONFIG_KINDS = [
-  'api-gateway',
-  'bound-api-gateway',
-  'exported-services',
-  'file-system-certificate',
-  'http-route',
-  'ingress-gateway',
-  'inline-certificate',
-  'mesh',
-  'proxy-defaults',
-  'service-defaults',
-  'service-intentions',
-  'service-resolver',
-  'service-router',
-  'service-splitter',
-  'tcp-route',
-  'terminating-gateway',
-] as const
+export { CONFIG_KINDS } from '../state/config-entries.js'
+import { CONFIG_KINDS } from '../state/config-entries.js'
 
 export type ConfigKind = (typeof CONFIG_KINDS)[number]
 

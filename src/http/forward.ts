@@ -13,7 +13,7 @@ import { ANONYMOUS_BODY, readBody, readBodyAhead, type BodyLimits } from './body
 import { getRecord, tokenSpec } from '../state/tables.js'
 import type { ApiContext } from './context.js'
 import { blockingOf, secretOf } from './request.js'
-import { replicationRecords, type ReplicatedStream } from '../state/replication.js'
+import { LOCAL_CONFIG_KINDS, replicationRecords, type ReplicatedStream } from '../state/replication.js'
 
 const LOCAL_PATHS = new Set(['/v1/acl/token/self', '/v1/catalog/datacenters', '/v1/operator/raft/join'])
 /** What a request that is not a blocking query may take at X, as a local one. */
@@ -75,6 +75,7 @@ const AUTHORITY_WRITES: Array<{ pattern: RegExp; stream: ReplicatedStream }> = [
   { pattern: /^\/v1\/acl\/role(\/[^/]+)?$/, stream: 'roles' },
 ]
 const TOKEN_CREATE = /^\/v1\/acl\/token$/
+const CONFIG_ENTRY = /^\/v1\/config\/([^/]+)\/[^/]+$/
 /** Update, delete, clone of one token (not self, which the caller's own token answers wherever it is). */
 const TOKEN_BY_ID = /^\/v1\/acl\/token\/([^/]+)(\/clone)?$/
 /** How long a write forwarded to the primary waits to be replicated here before it answers anyway (marked lagging). */
@@ -92,10 +93,27 @@ export async function authorityStream(ctx: ApiContext): Promise<ReplicatedStream
   const stream = AUTHORITY_WRITES.find((write) => write.pattern.test(path))?.stream
   if (stream !== undefined) return stream
   if (TOKEN_CREATE.test(path) && method === 'PUT') return (await createsLocalToken(ctx)) ? undefined : 'tokens'
+  // Config entries: every kind but those each datacenter writes on its own (exported-services).
+  if (path === '/v1/config' && method === 'PUT') return LOCAL_CONFIG_KINDS.has(await bodyKind(ctx)) ? undefined : 'config'
+  const entry = CONFIG_ENTRY.exec(path)
+  if (entry !== null && method === 'DELETE') return LOCAL_CONFIG_KINDS.has(decodeURIComponent(entry[1] ?? '')) ? undefined : 'config'
   const byId = TOKEN_BY_ID.exec(path)
   if (byId === null || byId[1] === 'self') return undefined
   const held = await getRecord(ctx.state.app.state.reader, tokenSpec, decodeURIComponent(byId[1] ?? ''))
   return held?.Local === true ? undefined : 'tokens'
+}
+
+/** The Kind a config entry body names ('' when it names none: the route refuses it with its own message). */
+async function bodyKind(ctx: ApiContext): Promise<string> {
+  const body = await readBodyAhead(ctx, bodyLimitsOf(ctx))
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as unknown
+    if (typeof parsed !== 'object' || parsed === null) return ''
+    const kind = Object.entries(parsed).find(([key]) => key.toLowerCase() === 'kind')?.[1]
+    return typeof kind === 'string' ? kind : ''
+  } catch {
+    return ''
+  }
 }
 
 /** Whether a token create asks for a local token (`Local: true`; keys without regard to case, as bodies are read). */
@@ -125,7 +143,7 @@ export async function forwardToPrimary(ctx: ApiContext, stream: ReplicatedStream
   // The primary's index the write reached: a record's ModifyIndex, or (a deletion answers `true`) the list's index.
   let reached = modifyIndexOf(ctx.body)
   if (reached === undefined) {
-    const path = stream === 'policies' ? '/v1/acl/policies' : stream === 'roles' ? '/v1/acl/roles' : '/v1/acl/tokens'
+    const path = { policies: '/v1/acl/policies', roles: '/v1/acl/roles', tokens: '/v1/acl/tokens', config: '/v1/config/proxy-defaults' }[stream]
     try {
       const list = await forwarder.forward(settings.primaryDatacenter, { method: 'GET', path, headers: forwardableHeaders(ctx.req.headers) }, REQUEST_WAIT_MS)
       reached = Number(list.headers['x-service-index'] ?? '0')

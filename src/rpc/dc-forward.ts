@@ -98,7 +98,7 @@ export class DatacenterForwarder {
         return answer
       } catch (error) {
         if (!(error instanceof TransportError)) throw error
-        failures.push(`${server.name}: ${error.message}`)
+        failures.push(error.message.startsWith(server.name) ? error.message : `${server.name}: ${error.message}`)
         if (error.code === 'too_many_requests' || error.code === 'queue_full') busy += 1
         if (error.delivered === 'no' || read) continue
         this.log.warn({ datacenter, server: server.name, err: error.message }, 'a write forwarded to another datacenter got no answer')

@@ -16,6 +16,26 @@ import type { ConfigEntry } from './records.js'
 import { configSpec, deleteRecord, getRecord, writeRecord } from './tables.js'
 import type { Txn } from './txn.js'
 
+/** The config-entry kinds of the contract (api.md "Config entries"). */
+export const CONFIG_KINDS = [
+  'api-gateway',
+  'bound-api-gateway',
+  'exported-services',
+  'file-system-certificate',
+  'http-route',
+  'ingress-gateway',
+  'inline-certificate',
+  'mesh',
+  'proxy-defaults',
+  'service-defaults',
+  'service-intentions',
+  'service-resolver',
+  'service-router',
+  'service-splitter',
+  'tcp-route',
+  'terminating-gateway',
+] as const
+
 export interface ConfigEntryAddress {
   Kind: string
   Namespace: string

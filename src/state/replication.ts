@@ -12,17 +12,21 @@
  * computes them, so they match.
  */
 import { GLOBAL_MANAGEMENT_POLICY_ID } from './builtins.js'
-import type { ApplyResult, PolicyWrite, RoleWrite, TokenCreate } from './commands.js'
+import type { ApplyResult, ConfigEntryWrite, PolicyWrite, RoleWrite, TokenCreate } from './commands.js'
+import { configEntryKey } from './config-entries.js'
 import { tokenHash } from './acl-tokens.js'
 import { policyHash, roleHash } from './acl-policies.js'
-import type { AclPolicy, AclRole, AclToken } from './records.js'
-import { deleteRecord, getByUnique, getRecord, listRecords, policySpec, roleSpec, secretDigest, tokenSpec, writeRecord, type TableSpec } from './tables.js'
+import type { AclPolicy, AclRole, AclToken, ConfigEntry } from './records.js'
+import { configSpec, deleteRecord, getByUnique, getRecord, listRecords, policySpec, roleSpec, secretDigest, tokenSpec, writeRecord, type TableSpec } from './tables.js'
 import { nsKey } from './keys.js'
 import type { Reader } from './reader.js'
 import type { Txn } from './txn.js'
 
-export type ReplicatedStream = 'policies' | 'roles' | 'tokens'
-export const REPLICATED_STREAMS: readonly ReplicatedStream[] = ['policies', 'roles', 'tokens']
+export type ReplicatedStream = 'policies' | 'roles' | 'tokens' | 'config'
+export const REPLICATED_STREAMS: readonly ReplicatedStream[] = ['policies', 'roles', 'tokens', 'config']
+
+/** The config-entry kind written in each datacenter on its own, never replicated (issue 19, as Consul's). */
+export const LOCAL_CONFIG_KINDS: ReadonlySet<string> = new Set(['exported-services'])
 
 /** How far one stream has replicated: the primary's index it has caught up to, and when. */
 export interface ReplicationRecord {
@@ -46,6 +50,8 @@ export type ReplicateCommand =
   | { v: 1; type: 'acl.replicate'; stream: 'policies'; upserts: PolicyWrite[]; deletes: string[]; remoteIndex: number; now: string }
   | { v: 1; type: 'acl.replicate'; stream: 'roles'; upserts: RoleWrite[]; deletes: string[]; remoteIndex: number; now: string }
   | { v: 1; type: 'acl.replicate'; stream: 'tokens'; upserts: TokenCreate[]; deletes: string[]; remoteIndex: number; now: string }
+  /** Config entries: upserts as the primary has them, deletes by configDeleteKey (Kind, Namespace and Name as JSON). */
+  | { v: 1; type: 'acl.replicate'; stream: 'config'; upserts: ConfigEntryWrite[]; deletes: string[]; remoteIndex: number; now: string }
 
 export async function replicate(txn: Txn, command: ReplicateCommand, index: number): Promise<ApplyResult> {
   if (command.stream === 'policies') {
@@ -61,6 +67,19 @@ export async function replicate(txn: Txn, command: ReplicateCommand, index: numb
     }
   } else if (command.stream === 'tokens') {
     await replicateTokens(txn, command.upserts, command.deletes, index)
+  } else if (command.stream === 'config') {
+    for (const deleted of command.deletes) {
+      const address = configDeleteAddress(deleted)
+      if (address === undefined) continue
+      const existing = await getRecord(txn, configSpec, configEntryKey(address))
+      if (existing !== undefined && !LOCAL_CONFIG_KINDS.has(existing.Kind)) deleteRecord(txn, configSpec, existing)
+    }
+    for (const input of command.upserts) {
+      if (LOCAL_CONFIG_KINDS.has(input.Kind)) continue
+      const existing = await getRecord(txn, configSpec, configEntryKey(input))
+      const { CreateIndex: _create, ModifyIndex: _modify, ...fields } = input as ConfigEntryWrite & { CreateIndex?: unknown; ModifyIndex?: unknown }
+      writeRecord(txn, configSpec, existing, { ...fields, CreateIndex: existing?.CreateIndex ?? index, ModifyIndex: index } as ConfigEntry)
+    }
   } else {
     for (const id of command.deletes) await dropRecord(txn, roleSpec, id)
     for (const input of command.upserts) {
@@ -95,6 +114,27 @@ export async function replicate(txn: Txn, command: ReplicateCommand, index: numb
   }
   writeRecord(txn, replicationSpec, existing, record)
   return { ok: true, value: record }
+}
+
+/**
+ * How a config-entry deletion names its entry in a batch: `["Kind","Namespace","Name"]` as JSON (the state's own key
+ * holds NUL separators, which no command string may).
+ */
+export function configDeleteKey(address: { Kind: string; Namespace: string; Name: string }): string {
+  return JSON.stringify([address.Kind, address.Namespace, address.Name])
+}
+
+/** The address a configDeleteKey names, or undefined when it is not one. */
+export function configDeleteAddress(key: string): { Kind: string; Namespace: string; Name: string } | undefined {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(key)
+  } catch {
+    return undefined
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 3 || !parsed.every((part) => typeof part === 'string' && !part.includes('\u0000'))) return undefined
+  const [Kind, Namespace, Name] = parsed as [string, string, string]
+  return { Kind, Namespace, Name }
 }
 
 /** Each stream's record; absent for a stream that never replicated. */

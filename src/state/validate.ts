@@ -24,6 +24,7 @@
 import { parseTime } from '../lib/ids.js'
 import { decode } from './codec.js'
 import { COMMAND_VERSION, type Command, type CommandType } from './commands.js'
+import { configDeleteAddress } from './replication.js'
 
 /** A command that can be applied, or why not: `unknown` for a version or type this build does not know. */
 export type CommandCheck =
@@ -145,12 +146,7 @@ const CHECKERS: { [T in CommandType]: (command: Fields) => void } = {
   'acl.binding-rule.delete': (command) => idCommand(command),
   'config.apply': (command) => {
     fields(command, '', CONFIG_APPLY)
-    const entry = required(command, 'entry', '')
-    if (!isPlainMap(entry)) fail('entry', `must be a map, not ${describe(entry)}`)
-    keyPart(entry, 'Kind', 'entry')
-    keyPart(entry, 'Name', 'entry')
-    keyPart(entry, 'Namespace', 'entry')
-    jsonMap(entry, 'entry', 1)
+    configEntry(required(command, 'entry', ''), 'entry')
     optionalCount(command, 'cas', '')
   },
   'config.delete': (command) => {
@@ -196,8 +192,11 @@ const CHECKERS: { [T in CommandType]: (command: Fields) => void } = {
   'acl.replicate': (command) => {
     fields(command, '', REPLICATE)
     oneOf(command, 'stream', '', STREAMS)
-    list(command, 'upserts', '', REPLICATED_ITEMS_MAX, (item, at) => (command.stream === 'policies' ? policy(item, at) : command.stream === 'roles' ? role(item, at) : tokenCreate(item, at)))
-    list(command, 'deletes', '', REPLICATED_ITEMS_MAX, (item, at) => keyValue(item, at, 'any'))
+    list(command, 'upserts', '', REPLICATED_ITEMS_MAX, (item, at) => replicatedRecord(command.stream, item, at))
+    list(command, 'deletes', '', REPLICATED_ITEMS_MAX, (item, at) => {
+      keyValue(item, at, 'any')
+      if (command.stream === 'config' && configDeleteAddress(item as string) === undefined) fail(at, 'must name a config entry as ["Kind","Namespace","Name"]')
+    })
     count(command, 'remoteIndex', '')
     time(command, 'now', '')
   },
@@ -236,7 +235,23 @@ const CONDITION = names('message', 'reason', 'state', 'type')
 const MEMBER_SET = names('v', 'type', 'Node', 'Address', 'Incarnation')
 const NODE = names('v', 'type', 'Node')
 const REPLICATE = names('v', 'type', 'stream', 'upserts', 'deletes', 'remoteIndex', 'now')
-const STREAMS = names('policies', 'roles', 'tokens')
+const STREAMS = names('policies', 'roles', 'tokens', 'config')
+
+function configEntry(entry: unknown, at: string): void {
+  if (!isPlainMap(entry)) fail(at, `must be a map, not ${describe(entry)}`)
+  keyPart(entry, 'Kind', at)
+  keyPart(entry, 'Name', at)
+  keyPart(entry, 'Namespace', at)
+  jsonMap(entry, at, 1)
+}
+
+/** One upsert of an `acl.replicate` batch, by its stream. */
+function replicatedRecord(stream: unknown, item: unknown, at: string): void {
+  if (stream === 'policies') return policy(item, at)
+  if (stream === 'roles') return role(item, at)
+  if (stream === 'tokens') return tokenCreate(item, at)
+  configEntry(item, at)
+}
 const POLICY_COMMAND = names('v', 'type', 'policy')
 const POLICY = names('ID', 'Name', 'Description', 'Rules', 'Datacenters', 'Namespace')
 const ROLE_COMMAND = names('v', 'type', 'role')

@@ -230,6 +230,28 @@ describe('datacenters over WAN links', function () {
       expect(await held(dc2, viaSecondary.body.AccessorID)).to.equal(404)
     })
 
+    it('replicates config entries but exported-services; config writes go to the primary, exported-services stays', async () => {
+      const { dc1, dc2 } = await federation()
+      const entry = async (agent: AgentProcess, kind: string, name: string): Promise<number> => (await agent.request('GET', `/v1/config/${kind}/${name}`, { token: MANAGEMENT })).status
+      expect((await dc1.request('PUT', '/v1/config', { token: MANAGEMENT, body: { Kind: 'service-defaults', Name: 'web', Protocol: 'http' } })).status).to.equal(200)
+      expect((await dc1.request('PUT', '/v1/config', { token: MANAGEMENT, body: { Kind: 'exported-services', Name: 'default', Services: [] } })).status).to.equal(200)
+      await eventually(async () => (await entry(dc2, 'service-defaults', 'web')) === 200, 'the entry replicated')
+      expect((await dc2.request('GET', '/v1/config/service-defaults/web', { token: MANAGEMENT })).body.Protocol).to.equal('http')
+      expect(await entry(dc2, 'exported-services', 'default')).to.equal(404)
+      // Written through the secondary: a service-defaults is the primary's, back here at once; exported-services stays.
+      const written = await dc2.request('PUT', '/v1/config', { token: MANAGEMENT, body: { Kind: 'service-defaults', Name: 'api', Protocol: 'grpc' } })
+      expect(written.status, written.text).to.equal(200)
+      expect(await entry(dc1, 'service-defaults', 'api')).to.equal(200)
+      expect(await entry(dc2, 'service-defaults', 'api')).to.equal(200)
+      expect((await dc2.request('PUT', '/v1/config', { token: MANAGEMENT, body: { Kind: 'exported-services', Name: 'default', Services: [{ Name: 'api', Consumers: [{ Peer: 'x' }] }] } })).status).to.equal(200)
+      expect((await dc1.request('GET', '/v1/config/exported-services/default', { token: MANAGEMENT })).body.Services).to.deep.equal([])
+      // A deletion at the primary reaches the secondary; the secondary's exported-services survives every round.
+      await dc1.request('DELETE', '/v1/config/service-defaults/web', { token: MANAGEMENT })
+      await eventually(async () => (await entry(dc2, 'service-defaults', 'web')) === 404, 'the deletion replicated')
+      expect((await dc2.request('GET', '/v1/config/exported-services/default', { token: MANAGEMENT })).body.Services).to.have.length(1)
+      expect((await dc2.request('GET', '/v1/acl/replication', { token: null })).body.ReplicatedConfigEntryIndex).to.be.greaterThan(0)
+    })
+
     it('refuses an initial management token of its own (exit 2)', async () => {
       const started = await startAgent({ args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1'], env: { WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } }).then(
         () => 'started',

@@ -56,7 +56,7 @@ async function replicationStatus(ctx: ApiContext): Promise<void> {
     LastSuccess: successes.at(-1) ?? GO_ZERO_TIME,
     LastError: lastError === undefined ? GO_ZERO_TIME : new Date(lastError.at).toISOString(),
     LastErrorMessage: lastError?.message ?? '',
-    ReplicatedConfigEntryIndex: 0,
+    ReplicatedConfigEntryIndex: records.get('config')?.RemoteIndex ?? 0,
   }
 }
 

@@ -864,7 +864,7 @@ describe('state: apply', function () {
   })
 
   describe('acl.replicate', function () {
-    const replicate = (stream: 'policies' | 'roles' | 'tokens', upserts: unknown[], deletes: string[], remoteIndex: number): Command =>
+    const replicate = (stream: 'policies' | 'roles' | 'tokens' | 'config', upserts: unknown[], deletes: string[], remoteIndex: number): Command =>
       ({ v: COMMAND_VERSION, type: 'acl.replicate', stream, upserts, deletes, remoteIndex, now: NOW }) as Command
 
     it("writes the primary's policies as they are, hashed as the primary hashes them, and records the replicated index", async function () {
@@ -908,6 +908,18 @@ describe('state: apply', function () {
       expect(await h.token(accessor(3))).to.equal(undefined)
       await h.ok(replicate('tokens', [], [accessor(2)], 8))
       expect(await h.token(accessor(2))).to.equal(undefined)
+    })
+
+    it("writes the primary's config entries as given, deletes by key, and never touches exported-services", async function () {
+      await h.ok({ v: COMMAND_VERSION, type: 'config.apply', entry: { Kind: 'exported-services', Name: 'default', Namespace: 'default', Services: [] } } as Command)
+      await h.ok({ v: COMMAND_VERSION, type: 'config.apply', entry: { Kind: 'service-defaults', Name: 'old', Namespace: 'default', Protocol: 'tcp' } } as Command)
+      const web = { Kind: 'service-defaults', Name: 'web', Namespace: 'default', Protocol: 'http', Meta: { a: 'b' }, CreateIndex: 99, ModifyIndex: 99 }
+      const foreign = { Kind: 'exported-services', Name: 'default', Namespace: 'default', Services: [{ Name: 'x' }] }
+      await h.ok(replicate('config', [web, foreign], ['["service-defaults","default","old"]', '["exported-services","default","default"]'], 12))
+      const stored = await getRecord(h.store.reader, configSpec, 'service-defaults\u0000default\u0000web')
+      expect(stored).to.deep.equal({ Kind: 'service-defaults', Name: 'web', Namespace: 'default', Protocol: 'http', Meta: { a: 'b' }, CreateIndex: 3, ModifyIndex: 3 })
+      expect(await getRecord(h.store.reader, configSpec, 'service-defaults\u0000default\u0000old')).to.equal(undefined)
+      expect((await getRecord(h.store.reader, configSpec, 'exported-services\u0000default\u0000default'))?.['Services']).to.deep.equal([])
     })
 
     it("writes roles with the primary's links by ID, even to a policy not replicated yet", async function () {
