@@ -70,7 +70,8 @@ export async function readBodyAhead(ctx: Context, limits: BodyLimits = {}): Prom
 
 export function readBody(ctx: Context, limits: BodyLimits = {}): Promise<Buffer> {
   const { limit = BODY_BYTES_MAX, timeoutMs = BODY_TIMEOUT_MS, inFlightMax = BODIES_IN_FLIGHT_BYTES_MAX } = limits
-  const ahead = (ctx.state as ReadAhead)[READ_AHEAD]
+  // A context without state (a bare Koa context in tests) has nothing read ahead.
+  const ahead = (ctx.state as ReadAhead | undefined)?.[READ_AHEAD]
   if (ahead !== undefined) return ahead.length > limit ? Promise.reject(tooLarge(limit)) : Promise.resolve(ahead)
   const budget = limits.anonymous === true ? anonymousBudget : sharedBudget
   // Bodies are read as sent: a compressed one would be parsed as garbage (and quoted back in the error).

@@ -252,6 +252,14 @@ describe('datacenters over WAN links', function () {
       expect((await dc2.request('GET', '/v1/acl/replication', { token: null })).body.ReplicatedConfigEntryIndex).to.be.greaterThan(0)
     })
 
+    it('never offers bootstrap: a secondary takes the primary\'s tokens', async () => {
+      const { dc2 } = await federation()
+      const refused = await dc2.request('PUT', '/v1/acl/bootstrap', { token: null, body: {} })
+      expect(refused.status).to.equal(403)
+      expect(refused.body).to.include({ Code: 'permission_denied', Field: 'bootstrap' })
+      expect(refused.body.Error).to.include('primary datacenter (dc1)')
+    })
+
     it('refuses an initial management token of its own (exit 2)', async () => {
       const started = await startAgent({ args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1'], env: { WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } }).then(
         () => 'started',

@@ -1,8 +1,7 @@
 /** Templated policies (read, preview, list) and the one-time ACL bootstrap. */
 import Router from '@koa/router'
-import { NotFoundError } from '../../lib/errors.js'
 import { formatTime, isUuid, newUuid } from '../../lib/ids.js'
-import { InvalidInputError } from '../../lib/errors.js'
+import { InvalidInputError, NotFoundError, WardenError } from '../../lib/errors.js'
 import {
   BUILTIN_TEMPLATED_POLICIES,
   renderTemplatedPolicy,
@@ -66,6 +65,11 @@ async function listTemplates(ctx: ApiContext): Promise<void> {
 
 /** PUT /v1/acl/bootstrap: the first management token of a cluster started without one; later calls are refused. */
 async function bootstrap(ctx: ApiContext): Promise<void> {
+  // A secondary datacenter has the primary's management token by replication, never one of its own (issue 19).
+  const { datacenter, primaryDatacenter } = ctx.state.app.settings
+  if (datacenter !== primaryDatacenter) {
+    throw new WardenError('permission_denied', `bootstrap: ACLs are bootstrapped in the primary datacenter (${primaryDatacenter}); ${datacenter} is a secondary and takes the primary's tokens`, 'bootstrap')
+  }
   const body = validateBody<{ BootstrapSecret?: string }>(bootstrapSchema, await readJsonObject(ctx, ANONYMOUS_BODY))
   if (body.BootstrapSecret !== undefined && body.BootstrapSecret !== '') {
     if (!isUuid(body.BootstrapSecret)) throw new InvalidInputError('BootstrapSecret', 'must be a UUID')
