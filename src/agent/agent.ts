@@ -198,7 +198,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
           state,
           replica,
           forwarder,
-          { primary: config.primaryDatacenter, token: config.replication.token, applyRate: config.replication.applyRate },
+          { primary: config.primaryDatacenter, token: config.replication.token, applyRate: config.replication.applyRate, tokens: config.replication.tokens },
           log.child({ module: 'acl-replication' }),
           now,
           () => randomInt(2 ** 32) / 2 ** 32,

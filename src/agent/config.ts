@@ -54,7 +54,7 @@ export interface AgentConfig {
    * ACL replication in a secondary datacenter (datacenter other than primary_datacenter): the token it reads the
    * primary with (`acl.tokens.replication`), and the records a second it applies at most.
    */
-  replication: { token: string | undefined; applyRate: number }
+  replication: { token: string | undefined; applyRate: number; tokens: boolean }
   defaultPolicy: 'allow' | 'deny'
   downPolicy: 'allow' | 'deny' | 'extend-cache' | 'async-cache'
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'
@@ -110,6 +110,7 @@ const FLAG_KEYS: Record<string, string> = {
   'acl-replication-token': 'acl.tokens.replication',
   'http-max-conns-per-client': 'limits.http_max_conns_per_client',
   'audit-log': 'audit.path',
+  'enable-token-replication': 'acl.enable_token_replication',
 }
 
 const FILE_FLAGS: Record<string, string> = {
@@ -278,7 +279,7 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   cluster_key: [],
   cluster_key_accept: [],
   log_level: [],
-  acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens', 'replication_apply_limit'],
+  acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens', 'replication_apply_limit', 'enable_token_replication'],
   cloud: ['resource_id', 'client_id', 'client_secret', 'management_plane_url'],
   raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold', 'leader_wait'],
   limits: ['http_max_conns_per_client', 'request_limits', 'login_rate'],
@@ -489,6 +490,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     replication: {
       token: text('acl.tokens.replication'),
       applyRate: positiveInteger('acl.replication_apply_limit', settings.get('acl.replication_apply_limit'), 1_000, 'records a second', 1),
+      tokens: booleanSetting(label('acl.enable_token_replication'), settings.get('acl.enable_token_replication'), true),
     },
     defaultPolicy: oneOf(label('acl.default_policy'), settings.get('acl.default_policy'), ['allow', 'deny'] as const, 'deny'),
     downPolicy: oneOf(label('acl.down_policy'), settings.get('acl.down_policy'), ['allow', 'deny', 'extend-cache', 'async-cache'] as const, 'extend-cache'),
@@ -637,6 +639,14 @@ function connectionCount(name: string, value: unknown, fromFlag: boolean, fallba
     throw new ConfigError(`${name}: must be a whole number of connections, 0 or more (0: no limit per client)`)
   }
   return count
+}
+
+/** true or false, from the file (a JSON boolean) or a flag (`true` or `false`). */
+function booleanSetting(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback
+  if (value === true || value === 'true') return true
+  if (value === false || value === 'false') return false
+  throw new ConfigError(`${name}: must be true or false`)
 }
 
 function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {

@@ -35,6 +35,8 @@ export interface ReplicationSettings {
   token: string | undefined
   /** Records applied a second at most (acl_replication_apply_limit). */
   applyRate: number
+  /** Whether global tokens replicate (acl.enable_token_replication); without, they are resolved at the primary. */
+  tokens: boolean
 }
 
 export interface StreamStatus {
@@ -44,6 +46,8 @@ export interface StreamStatus {
 
 export interface ReplicationStatus {
   running: boolean
+  /** Whether global tokens replicate: Consul's ReplicationType `tokens`, else `policies`. */
+  tokens: boolean
   streams: Map<ReplicatedStream, StreamStatus>
 }
 
@@ -82,7 +86,7 @@ export class AclReplicator {
   ) {}
 
   start(): void {
-    for (const stream of REPLICATED_STREAMS) this.loops.push(this.loop(stream))
+    for (const stream of REPLICATED_STREAMS) if (stream !== 'tokens' || this.settings.tokens) this.loops.push(this.loop(stream))
   }
 
   async stop(): Promise<void> {
@@ -92,7 +96,7 @@ export class AclReplicator {
   }
 
   status(): ReplicationStatus {
-    return { running: !this.stopped && this.cluster.isLeader(), streams: new Map(this.statuses) }
+    return { running: !this.stopped && this.cluster.isLeader(), tokens: this.settings.tokens, streams: new Map(this.statuses) }
   }
 
   private async loop(stream: ReplicatedStream): Promise<void> {

@@ -21,7 +21,7 @@ import { configRoutes } from './routes/config.js'
 import { linkRoutes } from './routes/link.js'
 import { operatorRoutes } from './routes/operator.js'
 import { catalogRoutes } from './routes/catalog.js'
-import { authorityStream, forwardsToDatacenter, forwardToDatacenter, forwardToPrimary } from './forward.js'
+import { authorityStream, forwardsToDatacenter, forwardToDatacenter, forwardToPrimary, requireTokenReplication } from './forward.js'
 import { aclReplicationRoutes } from './routes/acl-replication.js'
 
 /**
@@ -103,7 +103,10 @@ export function createApp(services: AppServices): Koa {
     }
     // In a secondary, what the primary holds the authority over is written there, and answered once replicated here.
     if (services.settings.datacenter !== services.settings.primaryDatacenter && services.forwarder !== undefined && isWriteMethod(ctx.method)) {
-      return authorityStream(ctx as ApiContext).then((stream) => (stream === undefined ? serveHere() : forwardToPrimary(ctx as ApiContext, stream)))
+      const guard = services.replication?.status().tokens === false ? requireTokenReplication(ctx as ApiContext) : Promise.resolve()
+      return guard
+        .then(() => authorityStream(ctx as ApiContext))
+        .then((stream) => (stream === undefined ? serveHere() : forwardToPrimary(ctx as ApiContext, stream)))
     }
     return serveHere()
   })

@@ -12,6 +12,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   acl_not_found: 403,
   permission_denied: 403,
   bootstrap_done: 403,
+  token_replication_required: 403,
   not_found: 404,
   unknown_datacenter: 404,
   method_not_allowed: 405,

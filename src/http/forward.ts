@@ -82,6 +82,28 @@ const TOKEN_BY_ID = /^\/v1\/acl\/token\/([^/]+)(\/clone)?$/
 export const READ_YOUR_WRITES_WAIT_MS = 5_000
 const REPLICATION_POLL_MS = 25
 
+const AUTH_METHOD_WRITE = /^\/v1\/acl\/(auth-method|binding-rule)(\/[^/]+)?$/
+const LOGIN = /^\/v1\/acl\/(login|oidc\/auth-url|oidc\/callback)$/
+
+/**
+ * In a secondary without token replication (acl.enable_token_replication false), what would make or use local
+ * tokens: a local token's create, auth-method and binding-rule writes, logins. Consul: "Token replication is required
+ * for auth methods to function". Throws token_replication_required; anything else passes.
+ */
+export async function requireTokenReplication(ctx: ApiContext): Promise<void> {
+  const { method, path } = ctx
+  const what = LOGIN.test(path) && method === 'POST'
+    ? 'a login'
+    : AUTH_METHOD_WRITE.test(path) && method !== 'GET'
+      ? 'auth methods and binding rules'
+      : TOKEN_CREATE.test(path) && method === 'PUT' && (await createsLocalToken(ctx))
+        ? 'a local token'
+        : undefined
+  if (what === undefined) return
+  const { datacenter, primaryDatacenter } = ctx.state.app.settings
+  throw new WardenError('token_replication_required', `acl.enable_token_replication: ${what} needs token replication, which is off in ${datacenter} (a secondary of ${primaryDatacenter}); turn it on, or use the primary`)
+}
+
 /**
  * The replicated stream a write belongs to, when a secondary must send it to the primary: policies and roles always;
  * tokens when global (a create whose body is not `Local: true`; an update, delete or clone of a token this

@@ -21,6 +21,8 @@ export type ErrorCode =
   | 'unknown_datacenter'
   /** `?dc` names a known datacenter none of whose servers can be reached now. */
   | 'no_path_to_datacenter'
+  /** A secondary without token replication makes no local tokens, auth methods, binding rules or logins. */
+  | 'token_replication_required'
 
 export interface WireError {
   code: ErrorCode

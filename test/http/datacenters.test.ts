@@ -106,11 +106,11 @@ describe('datacenters over WAN links', function () {
   describe('a secondary datacenter', () => {
     const MANAGEMENT = 'a1b2c3d4-0000-4000-8000-00000000beef'
 
-    async function federation(): Promise<{ dc1: AgentProcess; dc2: AgentProcess }> {
+    async function federation(secondaryArgs: string[] = []): Promise<{ dc1: AgentProcess; dc2: AgentProcess }> {
       const dc1 = await startAgent({ args: ['--datacenter', 'dc1', '--node-name', 'dc1-s1'], env: { WARDEN_CLUSTER_KEY: key, WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } })
       agents.push(dc1)
       const dc2 = await startAgent({
-        args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1', '--node-name', 'dc2-s1', '--join-wan', dc1.clusterAddress],
+        args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1', '--node-name', 'dc2-s1', '--join-wan', dc1.clusterAddress, ...secondaryArgs],
         env: { WARDEN_CLUSTER_KEY: key, WARDEN_ACL_REPLICATION_TOKEN: MANAGEMENT },
       })
       agents.push(dc2)
@@ -258,6 +258,28 @@ describe('datacenters over WAN links', function () {
       expect(refused.status).to.equal(403)
       expect(refused.body).to.include({ Code: 'permission_denied', Field: 'bootstrap' })
       expect(refused.body.Error).to.include('primary datacenter (dc1)')
+    })
+
+    it('with token replication off: global tokens stay at the primary (resolved there), and nothing local can be made', async () => {
+      const { dc1, dc2 } = await federation(['--enable-token-replication', 'false'])
+      const global = await dc1.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: 'stays in dc1', Policies: [{ Name: 'global-management' }] } })
+      await eventually(async () => (await dc2.request('GET', '/v1/acl/replication', { token: null })).body.ReplicatedIndex > 0, 'replication running')
+      expect((await dc2.request('GET', '/v1/acl/replication', { token: null })).body).to.include({ ReplicationType: 'policies', ReplicatedTokenIndex: 0 })
+      // Not replicated, but it works in dc2: resolved at the primary.
+      expect((await dc2.request('GET', '/v1/acl/policies', { token: global.body.SecretID })).status).to.equal(200)
+      expect((await dc2.request('GET', `/v1/acl/token/${global.body.AccessorID}?stale`, { token: MANAGEMENT })).status).to.equal(404)
+      for (const [path, body] of [
+        ['/v1/acl/token', { Local: true, Description: 'local' }],
+        ['/v1/acl/auth-method', { Name: 'jwt', Type: 'jwt', Config: { JWTValidationPubKeys: ['x'] } }],
+      ] as const) {
+        const refused = await dc2.request('PUT', path, { token: MANAGEMENT, body })
+        expect(refused.status, `${path}: ${refused.text}`).to.equal(403)
+        expect(refused.body.Code).to.equal('token_replication_required')
+      }
+      const login = await dc2.request('POST', '/v1/acl/login', { token: null, body: { AuthMethod: 'jwt', BearerToken: 'x' } })
+      expect(login.body.Code).to.equal('token_replication_required')
+      // A global token made through the secondary still goes to the primary.
+      expect((await dc2.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: 'global through dc2' } })).status).to.equal(200)
     })
 
     it('refuses an initial management token of its own (exit 2)', async () => {

@@ -49,7 +49,7 @@ async function replicationStatus(ctx: ApiContext): Promise<void> {
     Enabled: true,
     Running: status.running,
     SourceDatacenter: settings.primaryDatacenter,
-    ReplicationType: 'tokens',
+    ReplicationType: status.tokens ? 'tokens' : 'policies',
     ReplicatedIndex: records.get('policies')?.RemoteIndex ?? 0,
     ReplicatedRoleIndex: records.get('roles')?.RemoteIndex ?? 0,
     ReplicatedTokenIndex: records.get('tokens')?.RemoteIndex ?? 0,
