@@ -16,22 +16,23 @@ import { answerClientError, answerExpectation } from '../http/client-errors.js'
 /** Beyond a blocking query's longest wait (10 min and its jitter): the exchange's own deadline. */
 const EXCHANGE_TIMEOUT_MS = 11 * 60_000
 
-export function inProcessHttp(handler: (request: IncomingMessage, response: ServerResponse) => void): (request: ForwardedRequest) => Promise<ForwardedAnswer> {
+export function inProcessHttp(handler: (request: IncomingMessage, response: ServerResponse) => void): (request: ForwardedRequest, from: string) => Promise<ForwardedAnswer> {
   const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, maxHeaderSize: 64 * 1024, requireHostHeader: false }, handler)
   server.on('clientError', answerClientError)
   server.on('checkExpectation', answerExpectation)
-  const client = new Client({
-    // Names the server in messages only: createConnection opens every connection.
-    address: 'localhost:1',
-    keepAlive: false,
-    responseBytesMax: ANSWER_BYTES_MAX,
-    createConnection: () => {
-      const [clientEnd, serverEnd] = duplexPair()
-      server.emit('connection', serverEnd)
-      return clientEnd
-    },
-  })
-  return async (request) => {
+  return async (request, from) => {
+    // The connection's remote address names the server that forwarded it (`wan:n1.dc2`): what the audit log records.
+    const client = new Client({
+      // Names the server in messages only: createConnection opens every connection.
+      address: 'localhost:1',
+      keepAlive: false,
+      responseBytesMax: ANSWER_BYTES_MAX,
+      createConnection: () => {
+        const [clientEnd, serverEnd] = duplexPair(`wan:${from}`)
+        server.emit('connection', serverEnd)
+        return clientEnd
+      },
+    })
     try {
       const answer = await client.request(request.method, request.path, {
         token: null,

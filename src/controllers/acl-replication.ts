@@ -46,6 +46,11 @@ export interface StreamStatus {
 
 export interface ReplicationStatus {
   running: boolean
+  /**
+   * How long the oldest change seen at the primary and not yet applied here has waited, in seconds (0 when caught
+   * up): from when a round first saw the primary ahead until a round applied everything it saw.
+   */
+  lagSeconds: number
   /** Whether global tokens replicate: Consul's ReplicationType `tokens`, else `policies`. */
   tokens: boolean
   streams: Map<ReplicatedStream, StreamStatus>
@@ -74,6 +79,8 @@ export class AclReplicator {
   private readonly loops: Promise<void>[] = []
   private readonly statuses = new Map<ReplicatedStream, StreamStatus>(REPLICATED_STREAMS.map((stream) => [stream, { lastErrorAt: undefined, lastErrorMessage: '' }]))
   private readonly aborts = new Set<AbortController>()
+  /** Per stream, when a round first saw the primary ahead of what is applied here; gone once caught up. */
+  private readonly behindSince = new Map<ReplicatedStream, number>()
 
   constructor(
     private readonly state: StateStore,
@@ -96,7 +103,9 @@ export class AclReplicator {
   }
 
   status(): ReplicationStatus {
-    return { running: !this.stopped && this.cluster.isLeader(), tokens: this.settings.tokens, streams: new Map(this.statuses) }
+    const since = Math.min(...this.behindSince.values())
+    const lagSeconds = Number.isFinite(since) ? Math.max(0, (this.now() - since) / 1000) : 0
+    return { running: !this.stopped && this.cluster.isLeader(), lagSeconds, tokens: this.settings.tokens, streams: new Map(this.statuses) }
   }
 
   private async loop(stream: ReplicatedStream): Promise<void> {
@@ -139,6 +148,7 @@ export class AclReplicator {
     const remoteIndex = Number(listed.headers['x-service-index'] ?? '0')
     if (!Number.isSafeInteger(remoteIndex) || remoteIndex < 0) throw new Error(`the primary answered ${PATHS[stream].list} without an index`)
     if (seenIndex !== undefined && remoteIndex === seenIndex) return remoteIndex
+    if (remoteIndex !== replicated && !this.behindSince.has(stream)) this.behindSince.set(stream, this.now())
     if (remoteIndex < replicated && seenIndex === undefined) this.log.warn({ stream, remoteIndex, replicated }, "the primary's index is below the one replicated (a restore?): resynchronising in full")
     const remote = parseList(listed.body, stream).filter((record) => !record.Local)
     const local = await this.localRecords(stream)
@@ -164,6 +174,7 @@ export class AclReplicator {
       await this.sleep(250)
       return undefined
     }
+    this.behindSince.delete(stream)
     return remoteIndex
   }
 
@@ -187,12 +198,14 @@ export class AclReplicator {
       if (!Array.isArray(listed.body)) throw new Error(`the primary's ${kind} list is not a list`)
       for (const entry of listed.body as Array<Record<string, unknown>>) remote.set(configEntryKey(entry as ConfigEntryWrite), entry)
     }
+    if (remoteIndex !== replicated && !this.behindSince.has('config')) this.behindSince.set('config', this.now())
     const local = (await listRecords(this.state.reader, configSpec)).filter((entry) => !LOCAL_CONFIG_KINDS.has(entry.Kind))
     const localContent = new Map(local.map((entry) => [configEntryKey(entry), contentOf(entry)]))
     const upserts = [...remote.entries()].filter(([key, entry]) => localContent.get(key) !== contentOf(entry)).map(([, entry]) => withoutIndexes(entry))
     const deletes = local.filter((entry) => !remote.has(configEntryKey(entry))).map((entry) => configDeleteKey(entry))
     await this.apply('config', upserts, deletes, remoteIndex, replicated)
     if (upserts.length + deletes.length > 0) this.log.info({ stream: 'config', upserts: upserts.length, deletes: deletes.length, remoteIndex }, 'replicated from the primary')
+    this.behindSince.delete('config')
     return remoteIndex
   }
 

@@ -56,6 +56,7 @@ export interface AppServices {
 /** What the replication loop reports of itself (its leader-only, in-memory part; the rest is in the state). */
 export interface ReplicationStatusView {
   running: boolean
+  lagSeconds: number
   tokens: boolean
   streams: Map<string, { lastErrorAt: number | undefined; lastErrorMessage: string }>
 }

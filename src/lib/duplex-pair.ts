@@ -8,9 +8,14 @@ import { Duplex } from 'node:stream'
 
 class End extends Duplex {
   other: End | undefined
-  /** What node:http reads off a connection; an in-memory one has no address. */
-  readonly remoteAddress: string | undefined = undefined
   readonly remotePort: number | undefined = undefined
+
+  constructor(
+    /** What node:http (and the audit log) reads off a connection: who is at the other end, when the caller says. */
+    readonly remoteAddress: string | undefined,
+  ) {
+    super()
+  }
 
   override _read(): void {
     // Data is pushed by the other end's writes.
@@ -56,9 +61,10 @@ class End extends Duplex {
   }
 }
 
-export function duplexPair(): [Duplex, Duplex] {
-  const one = new End()
-  const two = new End()
+/** `[first, second]`; `secondPeer` is what the second end reports as its remote address (the first's has none). */
+export function duplexPair(secondPeer?: string): [Duplex, Duplex] {
+  const one = new End(undefined)
+  const two = new End(secondPeer)
   one.other = two
   two.other = one
   return [one, two]

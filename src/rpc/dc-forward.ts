@@ -113,7 +113,7 @@ export class DatacenterForwarder {
   }
 
   /** Serves the requests other datacenters forward here with `serve` (the agent's own HTTP stack). */
-  serve(serve: (request: ForwardedRequest) => Promise<ForwardedAnswer>): void {
+  serve(serve: (request: ForwardedRequest, from: string) => Promise<ForwardedAnswer>): void {
     this.transport.onRequest(async (from, message) => {
       const request = forwardedRequestOf(message)
       if (request === undefined) throw new WardenError('invalid_input', `${from} forwarded a request that is not one`)
@@ -124,7 +124,7 @@ export class DatacenterForwarder {
       this.servingBodyBytes += bytes
       try {
         // `serve` keeps its answers within ANSWER_BYTES_MAX (a larger one is a 413 there).
-        return await serve(request)
+        return await serve(request, from)
       } finally {
         this.servingBodyBytes -= bytes
       }

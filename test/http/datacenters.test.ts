@@ -8,6 +8,9 @@
  */
 import { expect } from 'chai'
 import { randomBytes } from 'node:crypto'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { runWarden } from '../cli/run.js'
 import { eventually } from '../cluster/eventually.js'
 import { startAgent, type AgentProcess } from '../support/agent.js'
@@ -84,6 +87,26 @@ describe('datacenters over WAN links', function () {
       expect(woken.body.map((policy: { Name: string }) => policy.Name)).to.include('wakes-the-query')
     })
 
+    it("records a forwarded request in the serving datacenter's audit log as coming from the server that sent it", async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'warden-dc-audit-'))
+      try {
+        const auditFile = join(dir, 'audit.log')
+        const dc1 = await startAgent({ args: ['--datacenter', 'dc1', '--node-name', 'dc1-s1', '--audit-log', auditFile], env: { WARDEN_CLUSTER_KEY: key } })
+        agents.push(dc1)
+        const dc2 = await datacenter('dc2', [dc1.clusterAddress])
+        await eventually(async () => (await datacenters(dc2)).includes('dc1'), 'dc2 knows dc1')
+        const written = await dc2.request('PUT', '/v1/acl/policy?dc=dc1', { token: dc1.managementToken, body: { Name: 'audited', Rules: '' } })
+        expect(written.status).to.equal(200)
+        await eventually(async () => (await readFile(auditFile, 'utf8')).includes('"audited"') || (await readFile(auditFile, 'utf8')).includes(written.body.ID), 'the write audited')
+        const lines = (await readFile(auditFile, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
+        const forwarded = lines.filter((line) => line['method'] === 'PUT' && String(line['path']).startsWith('/v1/acl/policy'))
+        expect(forwarded.length).to.be.greaterThan(0)
+        for (const line of forwarded) expect(line['remote_address']).to.equal('wan:dc2-s1.dc2')
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    })
+
     it('unknown datacenter: 404 unknown_datacenter; known but unreachable: 503 no_path_to_datacenter; token self stays local', async () => {
       const dc1 = await datacenter('dc1')
       const dc2 = await datacenter('dc2', [dc1.clusterAddress])
@@ -140,6 +163,8 @@ describe('datacenters over WAN links', function () {
       expect(status).to.include({ Enabled: true, Running: true, SourceDatacenter: 'dc1', ReplicationType: 'tokens', LastErrorMessage: '' })
       expect(status.ReplicatedIndex).to.be.greaterThan(0)
       expect(status.ReplicatedRoleIndex).to.be.greaterThan(0)
+      // Caught up: nothing seen at the primary waits to be applied.
+      await eventually(async () => (await dc2.request('GET', '/v1/acl/replication', { token: null })).body.ReplicationLagSeconds === 0, 'no lag')
       expect((await dc1.request('GET', '/v1/acl/replication', { token: null })).body.Enabled).to.equal(false)
     })
 

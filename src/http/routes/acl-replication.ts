@@ -7,7 +7,8 @@
  * - In a secondary: Enabled, the source datacenter, ReplicationType `policies` (global tokens do not replicate yet),
  *   each stream's replicated index and the last success from the replicated state (the same on every node), and the
  *   last error from the replication loop, which runs on the leader: a follower reports none.
- *   `ReplicatedConfigEntryIndex` (0 until config entries replicate) is warden's own.
+ *   `ReplicatedConfigEntryIndex` and `ReplicationLagSeconds` (how long the oldest change seen at the primary and not
+ *   yet applied here has waited; 0 when caught up, and on followers) are warden's own.
  *
  * No token is needed (Consul's ACL.ReplicationStatus: the status leaks nothing sensitive and health checks must be
  * able to read it). Consul forces the read to be consistent, forwarding it to the leader: here it passes the
@@ -57,6 +58,8 @@ async function replicationStatus(ctx: ApiContext): Promise<void> {
     LastError: lastError === undefined ? GO_ZERO_TIME : new Date(lastError.at).toISOString(),
     LastErrorMessage: lastError?.message ?? '',
     ReplicatedConfigEntryIndex: records.get('config')?.RemoteIndex ?? 0,
+    // The leader's measure (the loop runs there); a follower, which cannot tell, reports 0.
+    ReplicationLagSeconds: status.running ? Math.round(status.lagSeconds * 1000) / 1000 : 0,
   }
 }
 
