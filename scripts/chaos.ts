@@ -1,6 +1,7 @@
 /**
  * `npm run chaos -- --duration 60s --seed N [--out FILE] [--nodes 3] [--clients 8] [--keep]`: a seeded chaos run
- * against a fresh local cluster (scripts/chaos/run.ts does the work). Prints what it checked and the failover
+ * against a fresh local cluster (scripts/chaos/run.ts does the work). With `--datacenters 2`, against a fresh
+ * two-datacenter federation instead (scripts/chaos/federation.ts, docs/chaos-datacenters.md). Prints what it checked and the failover
  * figures, writes the whole result with the history as JSON (default scripts/chaos/results/<date>.json), and exits
  * 0 only when every check passed: 1 when a check failed or the run broke, 2 on a usage error, 130 when interrupted.
  *
@@ -12,15 +13,18 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, join, relative, resolve } from 'node:path'
 import { parseDuration } from '../src/lib/duration.js'
 import { killClusterSync } from './chaos/cleanup.js'
-import { runChaos, type ChaosResult } from './chaos/run.js'
+import { runFederationChaos, type FederationResult } from './chaos/federation.js'
+import { runChaos, type ChaosChecks, type ChaosResult } from './chaos/run.js'
 
-const USAGE = `usage: npm run chaos -- --duration 60s --seed N [--out FILE] [--nodes 3] [--clients 8] [--keep]
+const USAGE = `usage: npm run chaos -- --duration 60s --seed N [--out FILE] [--nodes 3] [--clients 8] [--keep] [--datacenters 2]
   --duration DUR   how long the workload and the faults run (Go duration: 60s, 2m)
   --seed N         the seed of every choice (decimal or 0x hex, below 2^32); a random one when absent
   --out FILE       the JSON result (default scripts/chaos/results/<date>.json)
   --nodes N        cluster size, 3 to 9 (default 3); at most a minority is ever broken at once
   --clients N      concurrent clients (default 8)
-  --keep           keep the cluster's data and logs even when every check passes`
+  --keep           keep the cluster's data and logs even when every check passes
+  --datacenters 2  run against a federation instead: dc1 primary, dc2 secondary, --nodes each (default 3),
+                   --clients per datacenter (default 4); WAN partitions besides the faults in each datacenter`
 
 class UsageError extends Error {}
 
@@ -31,10 +35,12 @@ interface Arguments {
   nodes: number
   clients: number
   keep: boolean
+  /** 1: one cluster (today's run); 2: a federation. */
+  datacenters: number
 }
 
 function parseArguments(argv: string[]): Arguments {
-  const parsed: Partial<Arguments> = { nodes: 3, clients: 8, keep: false }
+  const parsed: Partial<Arguments> = { nodes: 3, keep: false, datacenters: 1 }
   for (let position = 0; position < argv.length; position += 1) {
     const argument = argv[position]!
     const value = (): string => {
@@ -70,6 +76,9 @@ function parseArguments(argv: string[]): Arguments {
       case '--keep':
         parsed.keep = true
         break
+      case '--datacenters':
+        parsed.datacenters = integer(argument, value(), 1, 2)
+        break
       default:
         throw new UsageError(`unknown argument ${argument}`)
     }
@@ -81,8 +90,9 @@ function parseArguments(argv: string[]): Arguments {
     seed: parsed.seed ?? randomInt(0, 2 ** 32),
     out: parsed.out ?? resolve(import.meta.dirname, 'chaos', 'results', `${stamp}.json`),
     nodes: parsed.nodes!,
-    clients: parsed.clients!,
+    clients: parsed.clients ?? (parsed.datacenters === 2 ? 4 : 8),
     keep: parsed.keep!,
+    datacenters: parsed.datacenters!,
   }
 }
 
@@ -112,8 +122,20 @@ function summary(result: ChaosResult): string[] {
   )
   const checks = result.checks
   if (checks !== undefined) {
-    const mark = (passed: boolean): string => (passed ? 'pass' : 'FAIL')
     lines.push(`checks:`)
+    lines.push(...checkLines(checks, '  '))
+  }
+  if (result.error !== undefined) lines.push(`run error: ${result.error}`)
+  if (result.root !== undefined) lines.push(`cluster data and node logs kept in ${result.root}`)
+  lines.push(result.interrupted ? 'INTERRUPTED' : result.passed ? 'PASSED' : `FAILED; replay: ${result.replay}`)
+  return lines
+}
+
+const mark = (passed: boolean): string => (passed ? 'pass' : 'FAIL')
+
+function checkLines(checks: ChaosChecks, indent: string): string[] {
+  const lines: string[] = []
+  {
     lines.push(`  ${mark(checks.acknowledgedWrites.passed)}  acknowledged writes present at the end (${checks.acknowledgedWrites.keys} keys)`)
     const linearizable = checks.linearizable
     lines.push(
@@ -123,6 +145,47 @@ function summary(result: ChaosResult): string[] {
     lines.push(`  ${mark(checks.versions.passed)}  config versions agree across nodes and modes (${checks.versions.versions} versions)`)
     lines.push(`  ${mark(checks.convergence.passed)}  every node converges once healed (${checks.convergence.elapsedMs} ms)`)
     lines.push(`  ${mark(checks.faults.passed)}  every fault took effect (${checks.faults.faults} faults; partitioned nodes cut off)`)
+    for (const check of Object.values(checks)) for (const problem of check.problems) lines.push(problem.replace(/^/gm, '    '))
+  }
+  // Written for the single run's indent of two; a datacenter's checks go further in.
+  const extra = indent.slice(2)
+  return extra === '' ? lines : lines.map((line) => line.replace(/^/gm, extra))
+}
+
+function federationSummary(result: FederationResult): string[] {
+  const lines: string[] = []
+  lines.push(
+    `seed ${result.seed}, ${result.datacenters.join(' + ')} (${result.nodes} nodes, ${result.clients} clients each), ${(result.durationMs / 1000).toFixed(0)} s; ${result.operations.total} operations`,
+  )
+  for (const report of Object.values(result.perDatacenter)) {
+    lines.push(`${report.datacenter}: ${report.operations.total} operations; ${report.foreignLocalReads} lookups of the other datacenter's local tokens`)
+    for (const [kind, counts] of Object.entries(report.operations.byKind)) lines.push(`  ${kind.padEnd(14)} ok ${counts.ok}, failed ${counts.failed}, unknown ${counts.unknown}`)
+    const faults = report.faults.filter((event) => ['kill', 'pause', 'partition'].includes(event.action))
+    const describeFault = (action: string): string => {
+      const matching = faults.filter((event) => event.action === action)
+      return `${matching.length} ${action} (${matching.filter((event) => event.wasLeader === true).length} of the leader)`
+    }
+    lines.push(`  faults: ${['kill', 'pause', 'partition'].map(describeFault).join(', ')}; failed actions: ${report.faults.filter((event) => event.error !== undefined).length}`)
+    const failover = report.failover
+    if (failover.samplesMs.length > 0) lines.push(`  failover (${failover.samplesMs.length} of ${failover.faults}): min ${failover.minMs} ms, median ${failover.medianMs} ms, max ${failover.maxMs} ms`)
+    if (report.checks !== undefined) {
+      lines.push(`  checks:`)
+      lines.push(...checkLines(report.checks, '    '))
+    }
+  }
+  lines.push(`WAN: ${result.wan.filter((event) => event.action === 'partition-dc').length} partitions of dc2; failed actions: ${result.wan.filter((event) => event.error !== undefined).length}`)
+  const checks = result.checks
+  if (checks !== undefined) {
+    lines.push('federation checks:')
+    lines.push(`  ${mark(checks.settled.passed)}  dc2 settled to dc1's state after the faults (${checks.settled.elapsedMs} ms)`)
+    lines.push(`  ${mark(checks.noLostWrites.passed)}  no acknowledged write lost (${checks.noLostWrites.checked} presences: global ones in dc1 and dc2, local ones at home)`)
+    lines.push(
+      `  ${mark(checks.secondaryEqualsPrimary.passed)}  dc2 equals dc1 (${checks.secondaryEqualsPrimary.policies} policies, ${checks.secondaryEqualsPrimary.tokens} global tokens, ${checks.secondaryEqualsPrimary.configEntries} config entries)`,
+    )
+    lines.push(`  ${mark(checks.localTokensStayHome.passed)}  no local token seen outside its datacenter (${checks.localTokensStayHome.checked} looks)`)
+    lines.push(`  ${mark(checks.globalTokenDuringWanPartition.passed)}  a replicated global token works in dc2 while the primary is cut off`)
+    for (const attempt of checks.globalTokenDuringWanPartition.attempts) lines.push(`        ${attempt}`)
+    lines.push(`  ${mark(checks.wanFaults.passed)}  every WAN partition and heal took effect at the proxies (${checks.wanFaults.faults} partitions)`)
     for (const check of Object.values(checks)) for (const problem of check.problems) lines.push(problem.replace(/^/gm, '    '))
   }
   if (result.error !== undefined) lines.push(`run error: ${result.error}`)
@@ -160,6 +223,28 @@ async function main(): Promise<number> {
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
   process.on('exit', onExit)
+  const common = {
+    seed: options.seed,
+    durationMs: options.durationMs,
+    nodes: options.nodes,
+    clients: options.clients,
+    keep: options.keep,
+    signal: controller.signal,
+    log: (line: string) => process.stdout.write(`chaos: ${line}\n`),
+    onRoot: (path: string) => {
+      root = path
+    },
+  }
+  if (options.datacenters === 2) {
+    const federated = await runFederationChaos(common)
+    finished = true
+    await mkdir(dirname(options.out), { recursive: true })
+    await writeFile(options.out, `${JSON.stringify(federated, null, 1)}\n`)
+    for (const line of federationSummary(federated)) process.stdout.write(`${line}\n`)
+    process.stdout.write(`result: ${relative(process.cwd(), options.out) || join('.', options.out)}\n`)
+    if (federated.interrupted) return 130
+    return federated.passed ? 0 : 1
+  }
   const result = await runChaos({
     seed: options.seed,
     durationMs: options.durationMs,

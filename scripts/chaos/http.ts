@@ -7,7 +7,8 @@
 import { Client, ConnectionError } from '../../src/api/index.js'
 
 export type Answer =
-  | { kind: 'response'; status: number; body: unknown; text: string }
+  /** `lagging`: a secondary answered a write it sent to the primary before it had replicated it (X-Service-Replication-Lagging). */
+  | { kind: 'response'; status: number; body: unknown; text: string; lagging?: boolean }
   | { kind: 'error'; reached: 'no' | 'maybe'; error: string }
 
 /** API clients by node address: a node comes back on its ports after a restart, so one client serves all its lives. */
@@ -44,7 +45,8 @@ export async function request(
       timeoutMs: options.timeoutMs,
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     })
-    return { kind: 'response', status: answer.status, body: answer.body, text: answer.text }
+    const lagging = answer.headers['x-service-replication-lagging'] === 'true' || answer.headers['x-consul-replication-lagging'] === 'true'
+    return { kind: 'response', status: answer.status, body: answer.body, text: answer.text, ...(lagging ? { lagging } : {}) }
   } catch (error) {
     if (!(error instanceof ConnectionError)) throw error // A bug here (a bad address), not a fault of the run.
     return { kind: 'error', reached: error.reached, error: describe(error) }

@@ -223,13 +223,13 @@ async function createConfigEntries(cluster: LocalCluster, workload: Workload, na
   }
 }
 
-interface Snapshot {
+export interface Snapshot {
   values: Map<string, string | number>
   modifyIndexes: Map<string, number>
 }
 
 /** The registers' values as one node's lists show them (`mode`: stale or consistent), with the request's times. */
-async function readLists(workload: Workload, node: string, mode: 'stale' | 'consistent'): Promise<Array<{ snapshot: Snapshot; start: number; end: number; prefix: string }>> {
+export async function readLists(workload: Workload, node: string, mode: 'stale' | 'consistent'): Promise<Array<{ snapshot: Snapshot; start: number; end: number; prefix: string }>> {
   const lists = [
     { prefix: 'config', path: `/v1/config/${CONFIG_KIND}?${mode}` },
     { prefix: 'policy', path: `/v1/acl/policies?${mode}` },
@@ -255,7 +255,7 @@ async function readLists(workload: Workload, node: string, mode: 'stale' | 'cons
 }
 
 /** Every key the workload touched: config entries, and every policy and token a create was attempted for. */
-function workloadKeys(workload: Workload): string[] {
+export function workloadKeys(workload: Workload): string[] {
   return [
     ...workload.options.configNames.map((name) => `config:${name}`),
     ...[...workload.attemptedPolicies].map((name) => `policy:${name}`),
@@ -264,7 +264,7 @@ function workloadKeys(workload: Workload): string[] {
 }
 
 /** Reads the final state with ?consistent from the leader and records it as one final read per key. */
-async function readFinalState(workload: Workload, leader: string): Promise<void> {
+export async function readFinalState(workload: Workload, leader: string): Promise<void> {
   const deadline = Date.now() + FINAL_READ_MS
   let lists: Awaited<ReturnType<typeof readLists>>
   for (;;) {
@@ -297,7 +297,7 @@ async function readFinalState(workload: Workload, leader: string): Promise<void>
 }
 
 /** (e) Once healed and idle, every node's own (stale) state shows the same values for every key, within a bound. */
-async function checkConvergence(workload: Workload): Promise<CheckReport & { elapsedMs: number }> {
+export async function checkConvergence(workload: Workload): Promise<CheckReport & { elapsedMs: number }> {
   const started = Date.now()
   const keys = workloadKeys(workload)
   let differences: string[] = []

@@ -22,6 +22,8 @@ export interface WorkloadOptions {
   token: string
   configNames: string[]
   requestTimeoutMs: number
+  /** The clock's zero (performance.now()); workloads sharing one have comparable times. Default: when created. */
+  origin?: number
 }
 
 /** What the run learned that later operations (and the final checks) need; shared by every client. */
@@ -34,10 +36,11 @@ export class Workload {
   /** Every key a create was attempted for, acknowledged or not: the final state must be read for each. */
   readonly attemptedPolicies = new Set<string>()
   readonly attemptedTokens = new Set<string>()
-  private readonly origin = performance.now()
+  private readonly origin: number
   private readonly clients: Clients
 
   constructor(readonly options: WorkloadOptions) {
+    this.origin = options.origin ?? performance.now()
     this.clients = new Clients(options.token)
   }
 
