@@ -57,6 +57,12 @@ export interface RemoteResolution {
   lookup(secret: string): Promise<AclToken | undefined>
   /** How long the primary's answer holds; a "no such token" holds NEGATIVE_TTL_MS at most. */
   ttlMs: number
+  /**
+   * Global tokens are the primary's to answer for, whatever copy this datacenter holds: with token replication off
+   * (acl.enable_token_replication false), copies replicated while it was on are no longer kept current, and a token
+   * deleted or narrowed at the primary would keep its old permissions here.
+   */
+  globalTokensFromPrimary?: boolean
   downPolicy: 'allow' | 'deny' | 'extend-cache' | 'async-cache'
 }
 
@@ -149,7 +155,10 @@ export class TokenResolver {
       effective === ANONYMOUS_TOKEN_SECRET
         ? await getRecord(this.state.reader, tokenSpec, ANONYMOUS_TOKEN_ID)
         : await this.tokenBySecret(effective, nowMs)
-    if (local === undefined && this.settings.remote !== undefined && effective !== ANONYMOUS_TOKEN_SECRET) return this.resolveRemotely(effective, digest, nowMs, this.settings.remote)
+    const remote = this.settings.remote
+    if (remote !== undefined && effective !== ANONYMOUS_TOKEN_SECRET && (local === undefined || (remote.globalTokensFromPrimary === true && !local.Local))) {
+      return this.resolveRemotely(effective, digest, nowMs, remote)
+    }
     const token = local
     if (token === undefined) throw new AclNotFoundError()
     const authorization = await authorizeToken(this.state.reader, token, this.settings.datacenter, this.settings.defaultPolicy)

@@ -189,7 +189,10 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   }
 
   // ?dc for another datacenter goes there over WAN links (rpc/dc-forward.ts); those of others are served here.
-  const forwarder = started.wan === undefined ? undefined : new DatacenterForwarder(started.wan.transport, started.wan.membership, log.child({ module: 'wan' }))
+  const forwarder =
+    started.wan === undefined
+      ? undefined
+      : new DatacenterForwarder(started.wan.transport, started.wan.membership, log.child({ module: 'wan' }), undefined, [config.primaryDatacenter])
   // A secondary datacenter replicates policies and roles from the primary, on its leader (controllers/acl-replication.ts).
   const replicator =
     forwarder === undefined || config.datacenter === config.primaryDatacenter
@@ -215,7 +218,14 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
       // A secondary resolves the primary's tokens there (rpc/remote-tokens.ts), each answer held 30 s (acl.token_ttl).
       ...(replicator === undefined || forwarder === undefined
         ? {}
-        : { remote: { lookup: (secret: string) => tokenAtPrimary(forwarder, config.primaryDatacenter, secret), ttlMs: 30_000, downPolicy: config.downPolicy } }),
+        : {
+            remote: {
+              lookup: (secret: string) => tokenAtPrimary(forwarder, config.primaryDatacenter, secret),
+              ttlMs: 30_000,
+              downPolicy: config.downPolicy,
+              globalTokensFromPrimary: !config.replication.tokens,
+            },
+          }),
     }),
     settings: {
       nodeName: config.nodeName,

@@ -26,6 +26,8 @@ import type { StateStore } from '../state/store.js'
 const WAIT_MS = 5 * 60_000
 export const UPSERTS_MAX = 256
 export const DELETES_MAX = 4_096
+/** Bytes of upserts a batch carries at most (Consul's batches are about 256 KB). */
+export const UPSERT_BYTES_MAX = 1024 * 1024
 /** Records fetched from the primary at once. */
 const FETCH_CONCURRENCY = 8
 
@@ -67,8 +69,9 @@ interface ListedRecord {
 const PATHS: Record<ReplicatedStream, { list: string; read: (id: string) => string; key: 'ID' | 'AccessorID' }> = {
   policies: { list: '/v1/acl/policies', read: (id) => `/v1/acl/policy/${id}`, key: 'ID' },
   roles: { list: '/v1/acl/roles', read: (id) => `/v1/acl/role/${id}`, key: 'ID' },
-  // Global tokens only: a local token never leaves its datacenter (the list shows both; Local tells them apart).
-  tokens: { list: '/v1/acl/tokens', read: (id) => `/v1/acl/token/${id}`, key: 'AccessorID' },
+  // Global tokens only: the primary filters its local tokens out, so none crosses (a local token never leaves its
+  // datacenter, not even in a list).
+  tokens: { list: `/v1/acl/tokens?filter=${encodeURIComponent('Local == false')}`, read: (id) => `/v1/acl/token/${id}`, key: 'AccessorID' },
   // Config entries are listed per kind (configRound); this list is the one a round blocks on: every kind's list
   // carries the config table's index, so it wakes on a change of any kind.
   config: { list: '/v1/config/proxy-defaults', read: () => '', key: 'ID' },
@@ -81,6 +84,8 @@ export class AclReplicator {
   private readonly aborts = new Set<AbortController>()
   /** Per stream, when a round first saw the primary ahead of what is applied here; gone once caught up. */
   private readonly behindSince = new Map<ReplicatedStream, number>()
+  /** Per stream, the primary's Hash of each record this leader applied: bounded by the records of the stream. */
+  private readonly applied = new Map<ReplicatedStream, Map<string, string>>()
 
   constructor(
     private readonly state: StateStore,
@@ -116,6 +121,9 @@ export class AclReplicator {
     while (!this.stopped) {
       if (!this.cluster.isLeader()) {
         wasLeader = false
+        // Another leader measures its own lag and knows what it applied.
+        this.behindSince.delete(stream)
+        this.applied.delete(stream)
         await this.sleep(250)
         continue
       }
@@ -144,7 +152,8 @@ export class AclReplicator {
     // Not ?stale: a lagging server of the primary would list fewer records, and the diff would delete here what the
     // primary still has. The primary's leader answers (its default consistency), as for the reads of each record.
     const query = seenIndex === undefined ? 'ns=*' : `ns=*&index=${seenIndex}&wait=${WAIT_MS}ms`
-    const listed = await this.get(`${PATHS[stream].list}?${query}`, seenIndex === undefined ? 60_000 : WAIT_MS)
+    const list = PATHS[stream].list
+    const listed = await this.get(`${list}${list.includes('?') ? '&' : '?'}${query}`, seenIndex === undefined ? 60_000 : WAIT_MS)
     const remoteIndex = Number(listed.headers['x-service-index'] ?? '0')
     if (!Number.isSafeInteger(remoteIndex) || remoteIndex < 0) throw new Error(`the primary answered ${PATHS[stream].list} without an index`)
     if (seenIndex !== undefined && remoteIndex === seenIndex) return remoteIndex
@@ -154,7 +163,10 @@ export class AclReplicator {
     const local = await this.localRecords(stream)
     const localHash = new Map(local.map((record) => [record.ID, record.Hash]))
     const remoteIds = new Set(remote.map((record) => record.ID))
-    const changed = remote.filter((record) => localHash.get(record.ID) !== record.Hash)
+    // A record whose read does not show every link its Hash covers (a link to a policy deleted since) never matches
+    // here: once applied, the same remote Hash is not fetched again by this leader.
+    const applied = this.appliedHashes(stream)
+    const changed = remote.filter((record) => localHash.get(record.ID) !== record.Hash && applied.get(record.ID) !== record.Hash)
     const deletes = local.map((record) => record.ID).filter((id) => !remoteIds.has(id))
     const upserts: Array<PolicyWrite | RoleWrite | TokenCreate> = []
     let missed = 0
@@ -169,6 +181,13 @@ export class AclReplicator {
     // round does not claim the list's index, and the next one lists again at once rather than wait for a change.
     const complete = missed === 0
     await this.apply(stream, upserts, deletes, complete ? remoteIndex : replicated, replicated)
+    const remoteHash = new Map(remote.map((record) => [record.ID, record.Hash]))
+    for (const upsert of upserts) {
+      const id = 'AccessorID' in upsert ? (upsert.AccessorID as string) : (upsert as { ID: string }).ID
+      const hash = remoteHash.get(id)
+      if (hash !== undefined) applied.set(id, hash)
+    }
+    for (const id of deletes) applied.delete(id)
     if (upserts.length + deletes.length > 0) this.log.info({ stream, upserts: upserts.length, deletes: deletes.length, remoteIndex, complete }, 'replicated from the primary')
     if (!complete) {
       await this.sleep(250)
@@ -217,11 +236,34 @@ export class AclReplicator {
     return tokens.filter((token) => !token.Local).map((token) => ({ ID: token.AccessorID, Hash: token.Hash }))
   }
 
+  private appliedHashes(stream: ReplicatedStream): Map<string, string> {
+    let hashes = this.applied.get(stream)
+    if (hashes === undefined) {
+      hashes = new Map()
+      this.applied.set(stream, hashes)
+    }
+    return hashes
+  }
+
   /** Proposes the changes in bounded, paced batches; the last one records `remoteIndex`. */
   private async apply(stream: ReplicatedStream, upserts: Array<PolicyWrite | RoleWrite | TokenCreate | ConfigEntryWrite>, deletes: string[], remoteIndex: number, replicated: number): Promise<void> {
     const batches: Array<{ upserts: Array<PolicyWrite | RoleWrite | TokenCreate | ConfigEntryWrite>; deletes: string[] }> = []
     for (let start = 0; start < deletes.length; start += DELETES_MAX) batches.push({ upserts: [], deletes: deletes.slice(start, start + DELETES_MAX) })
-    for (let start = 0; start < upserts.length; start += UPSERTS_MAX) batches.push({ upserts: upserts.slice(start, start + UPSERTS_MAX), deletes: [] })
+    // At most UPSERTS_MAX records and UPSERT_BYTES_MAX bytes (as JSON, about what msgpack takes) a batch: a config
+    // entry may be 1 MiB, and a command larger than a peer frame (8 MiB) could never replicate.
+    let batch: Array<PolicyWrite | RoleWrite | TokenCreate | ConfigEntryWrite> = []
+    let bytes = 0
+    for (const upsert of upserts) {
+      const size = JSON.stringify(upsert).length
+      if (batch.length > 0 && (batch.length >= UPSERTS_MAX || bytes + size > UPSERT_BYTES_MAX)) {
+        batches.push({ upserts: batch, deletes: [] })
+        batch = []
+        bytes = 0
+      }
+      batch.push(upsert)
+      bytes += size
+    }
+    if (batch.length > 0) batches.push({ upserts: batch, deletes: [] })
     // Nothing to change but the index moved: one empty batch records it, so a new leader need not diff again.
     if (batches.length === 0 && remoteIndex !== replicated) batches.push({ upserts: [], deletes: [] })
     for (const [position, batch] of batches.entries()) {

@@ -61,9 +61,12 @@ type ReadAhead = { [READ_AHEAD]?: Buffer }
 /**
  * Reads the body now and keeps it for the route's own readBody, which then gets it at once (held to the route's
  * limit). For the few requests whose destination depends on their body (a secondary's token create: local or global).
+ * As readJsonObject does, the caller is resolved first: a secret that names no live token is refused before a byte
+ * is read, and an anonymous caller's body counts against the anonymous budget.
  */
-export async function readBodyAhead(ctx: Context, limits: BodyLimits = {}): Promise<Buffer> {
-  const body = await readBody(ctx, limits)
+export async function readBodyAhead(ctx: ApiContext): Promise<Buffer> {
+  const caller = await callerOf(ctx)
+  const body = await readBody(ctx, caller.token.AccessorID === ANONYMOUS_TOKEN_ID ? ANONYMOUS_BODY : {})
   ;(ctx.state as ReadAhead)[READ_AHEAD] = body
   return body
 }
@@ -199,7 +202,7 @@ export async function readJson(ctx: Context, limits?: BodyLimits): Promise<unkno
   return parseJson(await readBody(ctx, limits))
 }
 
-function parseJson(bytes: Buffer): unknown {
+export function parseJson(bytes: Buffer): unknown {
   let text: string
   try {
     text = UTF8.decode(bytes).trim()

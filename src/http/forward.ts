@@ -9,19 +9,57 @@
  */
 import { WardenError } from '../lib/errors.js'
 import { forwardableHeaders } from '../rpc/dc-forward.js'
-import { ANONYMOUS_BODY, readBody, readBodyAhead, type BodyLimits } from './body.js'
+import { ANONYMOUS_BODY, parseJson, readBody, readBodyAhead, type BodyLimits } from './body.js'
 import { getRecord, tokenSpec } from '../state/tables.js'
 import type { ApiContext } from './context.js'
 import { blockingOf, secretOf } from './request.js'
 import { LOCAL_CONFIG_KINDS, replicationRecords, type ReplicatedStream } from '../state/replication.js'
 
 const LOCAL_PATHS = new Set(['/v1/acl/token/self', '/v1/catalog/datacenters', '/v1/operator/raft/join'])
+
+/**
+ * A path as the router matches it (without regard to case, a trailing slash allowed): what every decision here is
+ * made on, so a request cannot be routed by one spelling and served by another.
+ */
+function routedPath(path: string): string {
+  const lower = path.toLowerCase()
+  return lower.length > 1 && lower.endsWith('/') ? lower.replace(/\/+$/, '') : lower
+}
+
+/** A path segment decoded, or undefined when it is not valid percent-encoding (the route refuses it itself). */
+function decodedSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return undefined
+  }
+}
+
+/** A field of a JSON body as the routes read it: null is absent, the exact spelling wins over other cases. */
+function bodyField(body: unknown, name: string): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined
+  const record = body as Record<string, unknown>
+  if (Object.hasOwn(record, name) && record[name] !== null) return record[name]
+  for (const [key, value] of Object.entries(record)) if (value !== null && key.toLowerCase() === name.toLowerCase()) return value
+  return undefined
+}
+
+/** The body as the route will parse it; undefined when it will not parse (the route refuses it itself, here). */
+async function bodyAhead(ctx: ApiContext): Promise<unknown> {
+  const bytes = await readBodyAhead(ctx)
+  try {
+    return parseJson(bytes)
+  } catch {
+    return undefined
+  }
+}
 /** What a request that is not a blocking query may take at X, as a local one. */
 const REQUEST_WAIT_MS = 60_000
 
 /** Whether a request naming another datacenter is forwarded there (else it is served here, ignoring `dc`). */
 export function forwardsToDatacenter(path: string): boolean {
-  return path.startsWith('/v1/') && !LOCAL_PATHS.has(path)
+  const routed = routedPath(path)
+  return routed.startsWith('/v1/') && !LOCAL_PATHS.has(routed)
 }
 
 /**
@@ -91,7 +129,8 @@ const LOGIN = /^\/v1\/acl\/(login|oidc\/auth-url|oidc\/callback)$/
  * for auth methods to function". Throws token_replication_required; anything else passes.
  */
 export async function requireTokenReplication(ctx: ApiContext): Promise<void> {
-  const { method, path } = ctx
+  const method = ctx.method
+  const path = routedPath(ctx.path)
   const what = LOGIN.test(path) && method === 'POST'
     ? 'a login'
     : AUTH_METHOD_WRITE.test(path) && method !== 'GET'
@@ -110,7 +149,8 @@ export async function requireTokenReplication(ctx: ApiContext): Promise<void> {
  * datacenter holds as global, or does not hold at all, as Consul forwards a delete it cannot find).
  */
 export async function authorityStream(ctx: ApiContext): Promise<ReplicatedStream | undefined> {
-  const { method, path } = ctx
+  const method = ctx.method
+  const path = routedPath(ctx.path)
   if (method !== 'PUT' && method !== 'POST' && method !== 'DELETE') return undefined
   const stream = AUTHORITY_WRITES.find((write) => write.pattern.test(path))?.stream
   if (stream !== undefined) return stream
@@ -118,38 +158,32 @@ export async function authorityStream(ctx: ApiContext): Promise<ReplicatedStream
   // Config entries: every kind but those each datacenter writes on its own (exported-services).
   if (path === '/v1/config' && method === 'PUT') return LOCAL_CONFIG_KINDS.has(await bodyKind(ctx)) ? undefined : 'config'
   const entry = CONFIG_ENTRY.exec(path)
-  if (entry !== null && method === 'DELETE') return LOCAL_CONFIG_KINDS.has(decodeURIComponent(entry[1] ?? '')) ? undefined : 'config'
+  if (entry !== null && method === 'DELETE') return LOCAL_CONFIG_KINDS.has(decodedSegment(entry[1] ?? '') ?? '') ? undefined : 'config'
   const byId = TOKEN_BY_ID.exec(path)
   if (byId === null || byId[1] === 'self') return undefined
-  const held = await getRecord(ctx.state.app.state.reader, tokenSpec, decodeURIComponent(byId[1] ?? ''))
+  const accessor = decodedSegment(byId[1] ?? '')
+  // Not decodable: the route refuses it here. AccessorIDs are UUIDs, held in lower case (the path was lowered).
+  if (accessor === undefined) return undefined
+  const held = await getRecord(ctx.state.app.state.reader, tokenSpec, accessor)
   return held?.Local === true ? undefined : 'tokens'
 }
 
-/** The Kind a config entry body names ('' when it names none: the route refuses it with its own message). */
+/**
+ * The Kind a config entry body names, read as the route reads it; an exported-services (served here) when the body
+ * will not parse or names no kind, so that the route refuses it here with its own message.
+ */
 async function bodyKind(ctx: ApiContext): Promise<string> {
-  const body = await readBodyAhead(ctx, bodyLimitsOf(ctx))
-  try {
-    const parsed = JSON.parse(body.toString('utf8')) as unknown
-    if (typeof parsed !== 'object' || parsed === null) return ''
-    const kind = Object.entries(parsed).find(([key]) => key.toLowerCase() === 'kind')?.[1]
-    return typeof kind === 'string' ? kind : ''
-  } catch {
-    return ''
-  }
+  const kind = bodyField(await bodyAhead(ctx), 'Kind')
+  return typeof kind === 'string' ? kind : 'exported-services'
 }
 
-/** Whether a token create asks for a local token (`Local: true`; keys without regard to case, as bodies are read). */
+/**
+ * Whether a token create asks for a local token (`Local: true`, read as the route reads it). A body that will not
+ * parse counts as local: the route refuses it here, with its own message.
+ */
 async function createsLocalToken(ctx: ApiContext): Promise<boolean> {
-  const body = await readBodyAhead(ctx, bodyLimitsOf(ctx))
-  try {
-    const parsed = JSON.parse(body.toString('utf8')) as unknown
-    if (typeof parsed !== 'object' || parsed === null) return false
-    const local = Object.entries(parsed).find(([key]) => key.toLowerCase() === 'local')?.[1]
-    return local === true
-  } catch {
-    // Not JSON: the route refuses it here, with its own message.
-    return true
-  }
+  const body = await bodyAhead(ctx)
+  return body === undefined || bodyField(body, 'Local') === true
 }
 
 /**
@@ -162,10 +196,14 @@ export async function forwardToPrimary(ctx: ApiContext, stream: ReplicatedStream
   if (forwarder === undefined) throw new WardenError('no_path_to_datacenter', `dc: no path to datacenter ${JSON.stringify(settings.primaryDatacenter)}, the primary: this server has no WAN links`, 'dc')
   await forwardToDatacenter(ctx, settings.primaryDatacenter)
   if (ctx.status !== 200) return
+  // Global tokens do not replicate here when token replication is off: nothing to wait for.
+  if (stream === 'tokens' && ctx.state.app.replication?.status().tokens === false) return
   // The primary's index the write reached: a record's ModifyIndex, or (a deletion answers `true`) the list's index.
   let reached = modifyIndexOf(ctx.body)
   if (reached === undefined) {
-    const path = { policies: '/v1/acl/policies', roles: '/v1/acl/roles', tokens: '/v1/acl/tokens', config: '/v1/config/proxy-defaults' }[stream]
+    // The list's index only: a filter that matches nothing keeps the records (and any secret) at the primary.
+    const lists = { policies: '/v1/acl/policies', roles: '/v1/acl/roles', tokens: '/v1/acl/tokens', config: '/v1/config/proxy-defaults' }
+    const path = `${lists[stream]}?filter=${encodeURIComponent('Namespace == "-"')}`
     try {
       const list = await forwarder.forward(settings.primaryDatacenter, { method: 'GET', path, headers: forwardableHeaders(ctx.req.headers) }, REQUEST_WAIT_MS)
       reached = Number(list.headers['x-service-index'] ?? '0')

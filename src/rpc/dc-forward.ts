@@ -73,11 +73,16 @@ export class DatacenterForwarder {
     private readonly log: Logger,
     /** SERVING_BODY_BYTES_MAX unless a test says otherwise. */
     private readonly servingBodyBytesMax = SERVING_BODY_BYTES_MAX,
+    /**
+     * Datacenters known whether or not a server of theirs has been heard of yet: a secondary's primary, which its
+     * settings name. Before the WAN join completes (or while it is cut) it has no path, rather than being unknown.
+     */
+    private readonly configured: readonly string[] = [],
   ) {}
 
   /** The datacenters a `?dc` may name. */
   knows(datacenter: string): boolean {
-    return this.membership.datacenters().includes(datacenter)
+    return this.configured.includes(datacenter) || this.membership.datacenters().includes(datacenter)
   }
 
   /**

@@ -307,6 +307,37 @@ describe('datacenters over WAN links', function () {
       expect((await dc2.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: 'global through dc2' } })).status).to.equal(200)
     })
 
+    it('routes by the path and body as the routes read them: case, trailing slash, duplicate keys; junk secrets refused first', async () => {
+      const { dc1, dc2 } = await federation()
+      await eventually(async () => (await names(dc2, '/v1/acl/policies')).includes('global-management'), 'dc2 up')
+      const held = async (agent: AgentProcess, accessor: string): Promise<number> => (await agent.request('GET', `/v1/acl/token/${accessor}`, { token: MANAGEMENT })).status
+      const local = await dc2.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Local: true } })
+      expect(local.status).to.equal(200)
+      // Deleted through another spelling of its path: still the secondary's own token, deleted here.
+      expect((await dc2.request('DELETE', `/V1/ACL/TOKEN/${local.body.AccessorID.toUpperCase()}/`, { token: MANAGEMENT })).status).to.equal(200)
+      expect(await held(dc2, local.body.AccessorID)).to.equal(404)
+      // "Local" spelled exactly wins over "local", as the route reads it: a global token, made at the primary.
+      const global = await dc2.request('PUT', '/v1/acl/token/', { token: MANAGEMENT, raw: '{"local":true,"Local":false,"Description":"global after all"}', headers: { 'Content-Type': 'application/json' } })
+      expect(global.status, global.text).to.equal(200)
+      expect(global.body.Local).to.equal(false)
+      expect(await held(dc1, global.body.AccessorID)).to.equal(200)
+      // A secret that names no token is refused before any body is read or anything is sent anywhere.
+      const junk = await dc2.request('PUT', '/v1/acl/token', { token: '6e0c2f4a-0000-4000-8000-00000000dead', body: { Local: false } })
+      expect(junk.status).to.equal(403)
+      expect(junk.body.Code).to.equal('acl_not_found')
+    })
+
+    it('before it has reached the primary, a write the primary holds is a 503 no_path_to_datacenter, never unknown', async () => {
+      const dc2 = await startAgent({
+        args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1', '--node-name', 'dc2-s1', '--join-wan', '127.0.0.1:1'],
+        env: { WARDEN_CLUSTER_KEY: key, WARDEN_ACL_REPLICATION_TOKEN: MANAGEMENT },
+      })
+      agents.push(dc2)
+      const answer = await dc2.request('PUT', '/v1/acl/policy', { token: null, body: { Name: 'nowhere', Rules: '' } })
+      expect(answer.status).to.equal(503)
+      expect(answer.body.Code).to.equal('no_path_to_datacenter')
+    })
+
     it('refuses an initial management token of its own (exit 2)', async () => {
       const started = await startAgent({ args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1'], env: { WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } }).then(
         () => 'started',

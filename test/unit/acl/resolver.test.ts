@@ -123,6 +123,25 @@ describe("token resolver: a secondary's secrets resolved at the primary", functi
     expect(await outcome(deny.resolve(SECRET, NOW + 3_600_000))).to.equal('acl_not_found')
   })
 
+  it('with token replication off, asks the primary about a global token even when this datacenter holds a copy', async function () {
+    let asked = 0
+    const store = await StateStore.open(await dirs.make())
+    dirs.defer(() => store.close())
+    await store.apply({ v: COMMAND_VERSION, type: 'acl.init' }, 1)
+    await store.apply({ v: COMMAND_VERSION, type: 'acl.token.create', token: buildTokenCreate({ AccessorID: ACCESSOR, SecretID: SECRET, CreateTime: '2024-05-01T12:00:00Z' }) }, 2)
+    const lookup = async (): Promise<undefined> => {
+      asked += 1
+      return undefined
+    }
+    const primaryDecides = new TokenResolver(store, { datacenter: 'dc2', defaultPolicy: 'deny', remote: { lookup: lookup as never, ttlMs: 30_000, downPolicy: 'extend-cache', globalTokensFromPrimary: true } })
+    // Deleted at the primary: the copy here does not keep it alive.
+    expect(await outcome(primaryDecides.resolve(SECRET, NOW))).to.equal('acl_not_found')
+    expect(asked).to.equal(1)
+    const copyDecides = new TokenResolver(store, { datacenter: 'dc2', defaultPolicy: 'deny', remote: { lookup: lookup as never, ttlMs: 30_000, downPolicy: 'extend-cache' } })
+    expect(await outcome(copyDecides.resolve(SECRET, NOW))).to.equal('resolved')
+    expect(asked).to.equal(1)
+  })
+
   it('refuses a local token of the primary, and asks again soon about a secret the primary did not know', async function () {
     let asked = 0
     let known = false
