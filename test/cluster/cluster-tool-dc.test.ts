@@ -7,26 +7,18 @@
  * when a test failed half-way.
  */
 import { expect } from 'chai'
-import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { createRequire } from 'node:module'
-import { join, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { join } from 'node:path'
 import { LocalCluster, type ClusterState, type DatacenterStatus, type NodeStatus } from '../../cluster/lib.js'
 import { eventually } from './eventually.js'
+import { alive, runClusterTool, type CliResult } from './cluster-tool-run.js'
 
-const CLI = resolve(import.meta.dirname, '../../cluster/cli.ts')
-const TSX = pathToFileURL(createRequire(import.meta.filename).resolve('tsx')).href
 const DC1 = ['dc1-n1', 'dc1-n2', 'dc1-n3']
 const DC2 = ['dc2-n1', 'dc2-n2', 'dc2-n3']
 
-interface CliResult {
-  code: number | null
-  stdout: string
-  stderr: string
-}
 
 interface StatusJson {
   nodes: NodeStatus[]
@@ -36,21 +28,6 @@ interface StatusJson {
   datacenters: DatacenterStatus[]
 }
 
-/** Whether `pid` is still a live process (a zombie waiting for its parent to reap it counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    if (existsSync('/proc/self')) return false
-  }
-  try {
-    process.kill(pid, 0) // No /proc (macOS): existence is all we can tell.
-    return true
-  } catch {
-    return false
-  }
-}
 
 describe('the cluster tool running two datacenters (npm run cluster -- up --datacenters)', function () {
   this.timeout(60_000)
@@ -58,17 +35,8 @@ describe('the cluster tool running two datacenters (npm run cluster -- up --data
   let cluster: LocalCluster | undefined
   const everyPid: number[] = []
 
-  async function cli(...args: string[]): Promise<CliResult> {
-    const child = spawn(process.execPath, ['--import', TSX, CLI, '--root', root, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000)
-    const code = await new Promise<number | null>((resolvePromise) => child.once('exit', (exitCode) => resolvePromise(exitCode)))
-    clearTimeout(timer)
-    return { code, stdout, stderr }
-  }
+  const cli = (...args: string[]): Promise<CliResult> => runClusterTool(root, ...args)
+
 
   async function state(): Promise<ClusterState> {
     const current = JSON.parse(await readFile(join(root, 'state.json'), 'utf8')) as ClusterState

@@ -7,26 +7,17 @@
  * is stopped in `after`, by the tool and then by pid.
  */
 import { expect } from 'chai'
-import { spawn } from 'node:child_process'
-import { existsSync, readFileSync, statSync } from 'node:fs'
+import { statSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { join } from 'node:path'
 import { Client, ConnectionError } from '../../src/api/index.js'
 import { LocalCluster, type ClusterState, type NodeStatus } from '../../cluster/lib.js'
 import { runWarden } from '../cli/run.js'
 import { eventually } from './eventually.js'
+import { alive, runClusterTool, type CliResult } from './cluster-tool-run.js'
 
-const CLI = resolve(import.meta.dirname, '../../cluster/cli.ts')
-const TSX = pathToFileURL(createRequire(import.meta.filename).resolve('tsx')).href
 
-interface CliResult {
-  code: number | null
-  stdout: string
-  stderr: string
-}
 
 interface StatusJson {
   nodes: NodeStatus[]
@@ -34,21 +25,6 @@ interface StatusJson {
   tls?: { caFile: string; clientCertFile: string; clientKeyFile: string }
 }
 
-/** Whether `pid` is still a live process (a zombie counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    if (existsSync('/proc/self')) return false
-  }
-  try {
-    process.kill(pid, 0) // No /proc (macOS): existence is all we can tell.
-    return true
-  } catch {
-    return false
-  }
-}
 
 describe('the cluster tool with TLS (npm run cluster -- up --tls)', function () {
   this.timeout(60_000)
@@ -57,17 +33,8 @@ describe('the cluster tool with TLS (npm run cluster -- up --tls)', function () 
   const everyPid = new Set<number>()
   const clients: Client[] = []
 
-  async function cli(...args: string[]): Promise<CliResult> {
-    const child = spawn(process.execPath, ['--import', TSX, CLI, '--root', root, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000)
-    const code = await new Promise<number | null>((resolvePromise) => child.once('exit', (exitCode) => resolvePromise(exitCode)))
-    clearTimeout(timer)
-    return { code, stdout, stderr }
-  }
+  const cli = (...args: string[]): Promise<CliResult> => runClusterTool(root, ...args)
+
 
   async function state(): Promise<ClusterState> {
     const current = JSON.parse(await readFile(join(root, 'state.json'), 'utf8')) as ClusterState

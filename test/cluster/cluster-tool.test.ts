@@ -8,23 +8,14 @@
  * failed half-way.
  */
 import { expect } from 'chai'
-import { spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { createRequire } from 'node:module'
-import { join, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { join } from 'node:path'
 import { LocalCluster, type ClusterState, type NodeStatus } from '../../cluster/lib.js'
+import { alive, runClusterTool, type CliResult } from './cluster-tool-run.js'
 
-const CLI = resolve(import.meta.dirname, '../../cluster/cli.ts')
-const TSX = pathToFileURL(createRequire(import.meta.filename).resolve('tsx')).href
 
-interface CliResult {
-  code: number | null
-  stdout: string
-  stderr: string
-}
 
 interface StatusJson {
   nodes: NodeStatus[]
@@ -41,21 +32,6 @@ async function eventually(check: () => Promise<boolean>, what: string, timeoutMs
   }
 }
 
-/** Whether `pid` is still a live process (a zombie waiting for its parent to reap it counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    if (existsSync('/proc/self')) return false
-  }
-  try {
-    process.kill(pid, 0) // No /proc (macOS): existence is all we can tell.
-    return true
-  } catch {
-    return false
-  }
-}
 
 describe('the cluster tool (npm run cluster)', function () {
   this.timeout(60_000)
@@ -63,17 +39,8 @@ describe('the cluster tool (npm run cluster)', function () {
   let cluster: LocalCluster | undefined
   let everyPid: number[] = []
 
-  async function cli(...args: string[]): Promise<CliResult> {
-    const child = spawn(process.execPath, ['--import', TSX, CLI, '--root', root, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000)
-    const code = await new Promise<number | null>((resolvePromise) => child.once('exit', (exitCode) => resolvePromise(exitCode)))
-    clearTimeout(timer)
-    return { code, stdout, stderr }
-  }
+  const cli = (...args: string[]): Promise<CliResult> => runClusterTool(root, ...args)
+
 
   async function status(): Promise<StatusJson> {
     const result = await cli('status', '--json')
