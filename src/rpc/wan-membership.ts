@@ -12,7 +12,9 @@
  *   retry_join_wan.
  *
  * Bounded: at most MEMBERS_MAX members (the WAN transport's own bound), and a members message larger than that is
- * refused whole. Members are not dropped when they go away (Consul reaps them after 72 h); see the README.
+ * refused whole. A member this server has not been linked with for `reapAfterMs` (default 72 h, Consul's
+ * reconnect_timeout_wan) is dropped, and the same record of it is not taken back from others; a later start of that
+ * server (a larger `since`) is.
  */
 import type { Logger } from 'pino'
 import { randomInt } from 'node:crypto'
@@ -50,7 +52,14 @@ export interface MembershipOptions {
   log: Logger
   /** Redial delays of --join-wan addresses. */
   backoff?: { initialMs: number; maxMs: number; jitter: number }
+  /** How long a member may stay unlinked before it is dropped. Default 72 h. */
+  reapAfterMs?: number
+  /** How often members are checked for that. Default 1 min. */
+  sweepIntervalMs?: number
 }
+
+const REAP_AFTER_MS_DEFAULT = 72 * 3_600_000
+const SWEEP_INTERVAL_MS_DEFAULT = 60_000
 
 export interface DatacenterServer {
   name: string
@@ -64,6 +73,11 @@ export class WanMembership {
   private readonly members = new Map<string, Member>()
   private readonly warnings = new LogLimiter()
   private readonly joinTimers = new Set<NodeJS.Timeout>()
+  /** When each member other than this server was last linked with (or learned of). Keys: the members'. */
+  private readonly lastSeen = new Map<string, number>()
+  /** Members dropped, by name, with the start of the record dropped: that record is not taken back. Bounded. */
+  private readonly reaped = new Map<string, number>()
+  private sweepTimer: NodeJS.Timeout | undefined
   private stopped = false
 
   constructor(private readonly options: MembershipOptions) {
@@ -73,17 +87,21 @@ export class WanMembership {
   start(): void {
     const { transport } = this.options
     transport.onPeerState((peer, connected) => {
-      if (!connected || this.stopped) return
+      if (this.stopped) return
+      if (this.members.has(peer)) this.lastSeen.set(peer, Date.now())
+      if (!connected) return
       // A server that dialed us is a member from now on, at the address it advertised, until a record says better.
       if (!this.members.has(peer)) this.adoptConnected(peer)
       transport.send(peer, this.message())
     })
     transport.onMessage((from, message) => this.onMessage(from, message))
     for (const address of this.options.join) this.join(address)
+    this.sweepTimer = setInterval(() => this.sweep(), this.options.sweepIntervalMs ?? SWEEP_INTERVAL_MS_DEFAULT)
   }
 
   stop(): void {
     this.stopped = true
+    clearInterval(this.sweepTimer)
     for (const timer of this.joinTimers) clearTimeout(timer)
     this.joinTimers.clear()
   }
@@ -121,6 +139,34 @@ export class WanMembership {
       const stats = peers.get(member.name)
       return { name: member.name, datacenter: member.datacenter, connected: stats?.connected === true, rttMs: stats?.rttMs }
     })
+  }
+
+  /** Drops the members not linked with for reapAfterMs, and stops linking with them. */
+  private sweep(): void {
+    const now = Date.now()
+    const reapAfterMs = this.options.reapAfterMs ?? REAP_AFTER_MS_DEFAULT
+    const peers = this.options.transport.stats().peers
+    let dropped = false
+    for (const member of [...this.members.values()]) {
+      if (member.name === this.options.self.name) continue
+      if (peers.get(member.name)?.connected === true) {
+        this.lastSeen.set(member.name, now)
+        continue
+      }
+      const seen = this.lastSeen.get(member.name) ?? now
+      if (!this.lastSeen.has(member.name)) this.lastSeen.set(member.name, now)
+      if (now - seen < reapAfterMs) continue
+      this.members.delete(member.name)
+      this.lastSeen.delete(member.name)
+      this.reaped.delete(member.name)
+      if (this.reaped.size >= MEMBERS_MAX) this.reaped.delete(this.reaped.keys().next().value as string)
+      this.reaped.set(member.name, member.since)
+      this.options.log.info({ member: member.name, unlinkedForMs: now - seen }, 'WAN member dropped: not linked with for too long')
+      dropped = true
+    }
+    if (!dropped) return
+    const kept = new Map([...this.members.values()].filter((member) => member.name !== this.options.self.name).map((member) => [member.name, member.address]))
+    this.options.transport.setPeers(kept)
   }
 
   private message(): MembersMessage {
@@ -179,6 +225,10 @@ export class WanMembership {
     for (const record of records) {
       if (record.name === this.options.self.name || record.since > latestSince) continue
       if (from !== undefined && record.name !== from && linked.get(record.name)?.connected === true) continue
+      // The record of a member dropped here: others may still hold it; only that server itself (linked again) or a
+      // later start of it brings it back.
+      const reapedSince = this.reaped.get(record.name)
+      if (reapedSince !== undefined && record.since <= reapedSince && record.name !== from) continue
       const known = this.members.get(record.name)
       if (known !== undefined && known.since >= record.since) continue
       if (known === undefined && this.members.size >= MEMBERS_MAX) {
@@ -187,6 +237,8 @@ export class WanMembership {
       }
       if (known === undefined) this.options.log.info({ member: record.name, datacenter: record.datacenter, address: record.address }, 'WAN member added')
       this.members.set(record.name, record)
+      this.reaped.delete(record.name)
+      if (!this.lastSeen.has(record.name)) this.lastSeen.set(record.name, Date.now())
       changed = true
     }
     if (!changed) return

@@ -16,7 +16,7 @@ describe('rpc: WAN membership', function () {
   this.timeout(20_000)
   const cleanup = useCleanup()
 
-  async function server(node: string, datacenter: string, join: string[] = []): Promise<{ membership: WanMembership; address: string; transport: PeerTransport }> {
+  async function server(node: string, datacenter: string, join: string[] = [], reapAfterMs?: number): Promise<{ membership: WanMembership; address: string; transport: PeerTransport }> {
     const listener = await PeerListener.start({ listen: { host: '127.0.0.1', port: 0 }, handshakeTimeoutMs: 2000, handshakesPendingMax: 32, log: pino({ level: 'silent' }) })
     cleanup.defer(() => listener.stop())
     const transport = await PeerTransport.start({
@@ -40,6 +40,7 @@ describe('rpc: WAN membership', function () {
       join,
       log: pino({ level: 'silent' }),
       backoff: { initialMs: 20, maxMs: 200, jitter: 0.5 },
+      ...(reapAfterMs === undefined ? {} : { reapAfterMs, sweepIntervalMs: 50 }),
     })
     membership.start()
     cleanup.defer(() => membership.stop())
@@ -85,6 +86,25 @@ describe('rpc: WAN membership', function () {
     await new Promise((resolve) => setTimeout(resolve, 200))
     expect(n1.membership.list().find((member) => member.name === 'a.dc2')?.address).to.equal(before)
     expect(n1.membership.list().map((member) => member.name)).to.not.include('ghost.dc4')
+  })
+
+  it('drops a member not linked with for reapAfterMs, and does not take its old record back from another', async () => {
+    const n1 = await server('n1', 'dc1', [], 400)
+    const gone = await server('gone', 'dc2', [n1.address])
+    const other = await server('other', 'dc3', [n1.address])
+    await waitFor('all three known', () => n1.membership.list().length === 3)
+    const goneRecord = n1.membership.list().find((member) => member.name === 'gone.dc2')
+    await gone.transport.stop()
+    gone.membership.stop()
+    await waitFor('the unlinked member dropped', () => !n1.membership.list().some((member) => member.name === 'gone.dc2'), 5_000)
+    expect(n1.membership.datacenters()).to.not.include('dc2')
+    // Another server still holding the old record sends it: not taken back.
+    other.transport.send('n1.dc1', { type: 'wan.members', members: [goneRecord] })
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(n1.membership.list().map((member) => member.name)).to.not.include('gone.dc2')
+    // A later start of it is.
+    other.transport.send('n1.dc1', { type: 'wan.members', members: [{ ...goneRecord, since: (goneRecord?.since ?? 0) + 1 }] })
+    await waitFor('a later start taken', () => n1.membership.list().some((member) => member.name === 'gone.dc2'))
   })
 
   it('checks a members message whole: a record whose name and datacenter disagree, or a bad address, refuses it', () => {
