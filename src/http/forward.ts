@@ -135,7 +135,7 @@ export async function requireTokenReplication(ctx: ApiContext): Promise<void> {
     ? 'a login'
     : AUTH_METHOD_WRITE.test(path) && method !== 'GET'
       ? 'auth methods and binding rules'
-      : TOKEN_CREATE.test(path) && method === 'PUT' && (await createsLocalToken(ctx))
+      : (TOKEN_CREATE.test(path) && method === 'PUT' && (await asksForLocalToken(ctx))) || (await clonesLocalToken(ctx, method, path))
         ? 'a local token'
         : undefined
   if (what === undefined) return
@@ -175,6 +175,21 @@ export async function authorityStream(ctx: ApiContext): Promise<ReplicatedStream
 async function bodyKind(ctx: ApiContext): Promise<string> {
   const kind = bodyField(await bodyAhead(ctx), 'Kind')
   return typeof kind === 'string' ? kind : 'exported-services'
+}
+
+/** A create whose body says `Local: true` as the route reads it (a body that will not parse is the route's to refuse). */
+async function asksForLocalToken(ctx: ApiContext): Promise<boolean> {
+  const body = await bodyAhead(ctx)
+  return body !== undefined && bodyField(body, 'Local') === true
+}
+
+/** A clone of a token held here as local: the clone would be a local token too. */
+async function clonesLocalToken(ctx: ApiContext, method: string, path: string): Promise<boolean> {
+  const clone = TOKEN_BY_ID.exec(path)
+  if (method !== 'PUT' || clone === null || clone[2] === undefined) return false
+  const accessor = decodedSegment(clone[1] ?? '')
+  if (accessor === undefined) return false
+  return (await getRecord(ctx.state.app.state.reader, tokenSpec, accessor))?.Local === true
 }
 
 /**

@@ -303,6 +303,9 @@ describe('datacenters over WAN links', function () {
       }
       const login = await dc2.request('POST', '/v1/acl/login', { token: null, body: { AuthMethod: 'jwt', BearerToken: 'x' } })
       expect(login.body.Code).to.equal('token_replication_required')
+      // A body that is not JSON is the route's to refuse, as anywhere: a 400, not a refusal for replication.
+      const garbled = await dc2.request('PUT', '/v1/acl/token', { token: MANAGEMENT, raw: '{"Local": tru', headers: { 'Content-Type': 'application/json' } })
+      expect(garbled.status, garbled.text).to.equal(400)
       // A global token made through the secondary still goes to the primary.
       expect((await dc2.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: 'global through dc2' } })).status).to.equal(200)
     })
