@@ -102,18 +102,23 @@ function integer(flag: string, text: string, low: number, high: number): number 
   return value
 }
 
+/** Kills, pauses and partitions (and how many hit the leader), then the fault actions that failed. */
+function faultLine(events: ChaosResult['faults']): string {
+  const faults = events.filter((event) => ['kill', 'pause', 'partition'].includes(event.action))
+  const describe = (action: string): string => {
+    const matching = faults.filter((event) => event.action === action)
+    return `${matching.length} ${action} (${matching.filter((event) => event.wasLeader === true).length} of the leader)`
+  }
+  return `${['kill', 'pause', 'partition'].map(describe).join(', ')}; failed actions: ${events.filter((event) => event.error !== undefined).length}`
+}
+
 function summary(result: ChaosResult): string[] {
   const lines: string[] = []
   const { byKind, byMode, total } = result.operations
   lines.push(`seed ${result.seed}, ${result.nodes} nodes, ${result.clients} clients, ${(result.durationMs / 1000).toFixed(0)} s; ${total} operations`)
   for (const [kind, counts] of Object.entries(byKind)) lines.push(`  ${kind.padEnd(14)} ok ${counts.ok}, failed ${counts.failed}, unknown ${counts.unknown}`)
   lines.push(`  reads answered by mode: ${Object.entries(byMode).map(([mode, count]) => `${mode} ${count}`).join(', ')}`)
-  const faults = result.faults.filter((event) => ['kill', 'pause', 'partition'].includes(event.action))
-  const describeFault = (action: string): string => {
-    const matching = faults.filter((event) => event.action === action)
-    return `${matching.length} ${action} (${matching.filter((event) => event.wasLeader === true).length} of the leader)`
-  }
-  lines.push(`faults: ${['kill', 'pause', 'partition'].map(describeFault).join(', ')}; failed actions: ${result.faults.filter((event) => event.error !== undefined).length}`)
+  lines.push(`faults: ${faultLine(result.faults)}`)
   const failover = result.failover
   lines.push(
     failover.samplesMs.length === 0
@@ -160,12 +165,7 @@ function federationSummary(result: FederationResult): string[] {
   for (const report of Object.values(result.perDatacenter)) {
     lines.push(`${report.datacenter}: ${report.operations.total} operations; ${report.foreignLocalReads} lookups of the other datacenter's local tokens`)
     for (const [kind, counts] of Object.entries(report.operations.byKind)) lines.push(`  ${kind.padEnd(14)} ok ${counts.ok}, failed ${counts.failed}, unknown ${counts.unknown}`)
-    const faults = report.faults.filter((event) => ['kill', 'pause', 'partition'].includes(event.action))
-    const describeFault = (action: string): string => {
-      const matching = faults.filter((event) => event.action === action)
-      return `${matching.length} ${action} (${matching.filter((event) => event.wasLeader === true).length} of the leader)`
-    }
-    lines.push(`  faults: ${['kill', 'pause', 'partition'].map(describeFault).join(', ')}; failed actions: ${report.faults.filter((event) => event.error !== undefined).length}`)
+    lines.push(`  faults: ${faultLine(report.faults)}`)
     const failover = report.failover
     if (failover.samplesMs.length > 0) lines.push(`  failover (${failover.samplesMs.length} of ${failover.faults}): min ${failover.minMs} ms, median ${failover.medianMs} ms, max ${failover.maxMs} ms`)
     if (report.checks !== undefined) {

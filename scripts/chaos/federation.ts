@@ -47,6 +47,7 @@ import type { Answer } from './http.js'
 import { Nemesis, type FaultTarget, type NemesisEvent, type NodeView } from './nemesis.js'
 import { checkConvergence, readFinalState, type ChaosChecks } from './run.js'
 import { CONFIG_KIND, configCas, configRead, modeQuery, Workload } from './workload.js'
+import { sleep } from './nemesis.js'
 
 export interface FederationOptions {
   seed: number
@@ -783,19 +784,4 @@ function checkLocalTokens(shared: Shared, finals: Map<string, Lists>, views: Map
     }
   }
   return { passed: problems.length === 0, problems: problems.slice(0, 30), count: problems.length, checked }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false)
-  return new Promise((resolve) => {
-    const onAbort = (): void => {
-      clearTimeout(timer)
-      resolve(false)
-    }
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort)
-      resolve(true)
-    }, ms)
-    signal.addEventListener('abort', onAbort, { once: true })
-  })
 }

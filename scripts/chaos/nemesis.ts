@@ -177,7 +177,7 @@ export class Nemesis {
 }
 
 /** Resolves true after `ms`, or false at once when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
   if (signal.aborted) return Promise.resolve(false)
   return new Promise((resolve) => {
     const onAbort = (): void => {
