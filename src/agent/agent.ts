@@ -201,7 +201,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
           state,
           replica,
           forwarder,
-          { primary: config.primaryDatacenter, token: config.replication.token, applyRate: config.replication.applyRate, tokens: config.replication.tokens },
+          { primary: config.primaryDatacenter, token: config.replication.token, applyRate: config.replication.applyRate, rate: config.replication.rate, burst: config.replication.burst, tokens: config.replication.tokens },
           log.child({ module: 'acl-replication' }),
           now,
           () => randomInt(2 ** 32) / 2 ** 32,
@@ -235,6 +235,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
       downPolicy: config.downPolicy,
       tokenMinExpirationTtlMs: config.tokenMinExpirationTtlMs,
       tokenMaxExpirationTtlMs: config.tokenMaxExpirationTtlMs,
+      replicationReadYourWritesWaitMs: config.replication.readYourWritesWaitMs,
       // Fewer than the connections, so held queries never take the last ones.
       blockingQueriesMax: Math.min(20_000, Math.max(1, httpConnections - 64)),
     },

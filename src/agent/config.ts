@@ -54,7 +54,7 @@ export interface AgentConfig {
    * ACL replication in a secondary datacenter (datacenter other than primary_datacenter): the token it reads the
    * primary with (`acl.tokens.replication`), and the records a second it applies at most.
    */
-  replication: { token: string | undefined; applyRate: number; tokens: boolean }
+  replication: { token: string | undefined; applyRate: number; rate: number; burst: number; readYourWritesWaitMs: number; tokens: boolean }
   defaultPolicy: 'allow' | 'deny'
   downPolicy: 'allow' | 'deny' | 'extend-cache' | 'async-cache'
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'
@@ -279,7 +279,7 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   cluster_key: [],
   cluster_key_accept: [],
   log_level: [],
-  acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens', 'replication_apply_limit', 'enable_token_replication'],
+  acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens', 'replication_apply_limit', 'replication_rate', 'replication_burst', 'replication_read_your_writes_wait', 'enable_token_replication'],
   cloud: ['resource_id', 'client_id', 'client_secret', 'management_plane_url'],
   raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold', 'leader_wait'],
   limits: ['http_max_conns_per_client', 'request_limits', 'login_rate'],
@@ -489,7 +489,14 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     initialManagementToken,
     replication: {
       token: text('acl.tokens.replication'),
-      applyRate: positiveInteger('acl.replication_apply_limit', settings.get('acl.replication_apply_limit'), 1_000, 'records a second', 1),
+      // Records a second (Consul counts Raft applies of up to ~256 KB, 100 a second): 5,000 brings 110,000 records over
+      // in about 22 s while the secondary's own writes keep their latency (docs/benchmarks.md, replication).
+      applyRate: positiveInteger('acl.replication_apply_limit', settings.get('acl.replication_apply_limit'), 5_000, 'records a second', 1),
+      // Rounds a second per stream, and how many may run back to back (Consul: 1 and 5). A round under steady writes
+      // reads only what changed, so ten a second keep the lag near 100 ms.
+      rate: positiveInteger('acl.replication_rate', settings.get('acl.replication_rate'), 10, 'rounds a second', 1),
+      burst: positiveInteger('acl.replication_burst', settings.get('acl.replication_burst'), 20, 'rounds', 1),
+      readYourWritesWaitMs: durationSetting('acl.replication_read_your_writes_wait', settings.get('acl.replication_read_your_writes_wait'), 5_000),
       tokens: booleanSetting(label('acl.enable_token_replication'), settings.get('acl.enable_token_replication'), true),
     },
     defaultPolicy: oneOf(label('acl.default_policy'), settings.get('acl.default_policy'), ['allow', 'deny'] as const, 'deny'),

@@ -1,42 +1,53 @@
 /**
  * ACL replication into a secondary datacenter (issue 19): on the secondary's leader, one loop per stream (policies,
- * roles) pulls the primary's list with a blocking query (stale, any server of the primary, over WAN links through
- * rpc/dc-forward.ts, with the replication token), diffs it against the local records by ID and Hash, fetches the
- * records that differ, and proposes `acl.replicate` batches through the secondary's own Raft log, so its followers
- * get them like any write and a new leader resumes from the replicated index kept in the state.
+ * roles, global tokens, config entries) reads what changed at the primary (GET /v1/internal/acl/replication/:stream
+ * over the WAN links through rpc/dc-forward.ts, with the replication token, served consistently by any server of the
+ * primary), and proposes `acl.replicate` batches through the secondary's own Raft log, so its followers get them like
+ * any write and a new leader resumes from the replicated index kept in the state.
  *
- * As Consul's (reference 2i), with these choices: it starts as soon as the secondary has a leader (not a minute
- * later); a round runs after every change of the primary's list and at least every WAIT_MS; a primary index that went
- * backwards (a restore) is a full resynchronisation, which the diff by ID and Hash is anyway; batches are bounded
- * (UPSERTS_MAX records, DELETES_MAX IDs) and paced (`applyRate` records a second, default 1,000, ten times Consul's
- * 100); errors back off up to 64 s and are reported in the status, never retried in a tight loop.
+ * As Consul's (reference 2i), with these choices:
+ * - It starts as soon as the secondary has a leader (not a minute later).
+ * - A round blocks until the primary's stream moves past the last round, then reads the delta of what changed since
+ *   the replicated index (the primary's change feed), or walks the whole stream in pages (IDs and hashes; records
+ *   whole only when changed since) when the feed does not reach back, at the first round of a leadership, and every
+ *   FULL_WALK_EVERY_MS. Consul lists every record each round.
+ * - A primary index that went backwards (a restore) is a full resynchronisation.
+ * - Rounds are limited per stream by a token bucket (`rate` a second, `burst`: Consul's acl_replication_rate and
+ *   _burst); batches are bounded (UPSERTS_MAX records, UPSERT_BYTES_MAX bytes, DELETES_MAX IDs) and paced
+ *   (`applyRate` records a second, acl.replication_apply_limit).
+ * - Errors back off up to 64 s and are reported in the status, never retried in a tight loop.
  */
 import type { Logger } from 'pino'
 import { Backoff } from '../lib/backoff.js'
 import { WardenError } from '../lib/errors.js'
+import { TokenBucket } from '../lib/token-bucket.js'
 import type { Cluster } from '../rpc/index.js'
 import type { DatacenterForwarder, ForwardedAnswer } from '../rpc/dc-forward.js'
 import { COMMAND_VERSION, type Command, type ConfigEntryWrite, type PolicyWrite, type RoleWrite, type TokenCreate } from '../state/commands.js'
-import { configSpec, listRecords, policySpec, roleSpec, tokenSpec } from '../state/tables.js'
-import { CONFIG_KINDS, configEntryKey } from '../state/config-entries.js'
-import { configDeleteKey, LOCAL_CONFIG_KINDS, replicationRecords, REPLICATED_STREAMS, type ReplicatedStream } from '../state/replication.js'
+import { configSpec, getRecord, listRecords, policySpec, roleSpec, tokenSpec } from '../state/tables.js'
+import { configEntryKey } from '../state/config-entries.js'
+import { configContentHash, type StreamItem, type StreamPage } from '../state/replication-pages.js'
+import { configDeleteAddress, configDeleteKey, LOCAL_CONFIG_KINDS, replicationRecords, REPLICATED_STREAMS, type ReplicatedStream } from '../state/replication.js'
 import type { StateStore } from '../state/store.js'
 
-/** The blocking wait of a list round, as Consul's replication (which waits up to 5 min). */
+/** The blocking wait of a round, as Consul's replication (which waits up to 5 min). */
 const WAIT_MS = 5 * 60_000
+/** A full walk at least this often, whatever the deltas say: the walk repairs anything the deltas missed. */
+export const FULL_WALK_EVERY_MS = 10 * 60_000
 export const UPSERTS_MAX = 256
 export const DELETES_MAX = 4_096
 /** Bytes of upserts a batch carries at most (Consul's batches are about 256 KB). */
 export const UPSERT_BYTES_MAX = 1024 * 1024
-/** Records fetched from the primary at once. */
-const FETCH_CONCURRENCY = 8
 
 export interface ReplicationSettings {
   primary: string
   /** The replication token (acl.tokens.replication); without one every round fails with a message saying so. */
   token: string | undefined
-  /** Records applied a second at most (acl_replication_apply_limit). */
+  /** Records applied a second at most (acl.replication_apply_limit). */
   applyRate: number
+  /** Rounds a second per stream at most (acl.replication_rate), and rounds that may run back to back (acl.replication_burst). */
+  rate: number
+  burst: number
   /** Whether global tokens replicate (acl.enable_token_replication); without, they are resolved at the primary. */
   tokens: boolean
 }
@@ -58,25 +69,6 @@ export interface ReplicationStatus {
   streams: Map<ReplicatedStream, StreamStatus>
 }
 
-interface ListedRecord {
-  ID: string
-  Hash: string
-  Namespace: string
-  Local: boolean
-}
-
-/** Where each stream lists and reads at the primary, and the field its records are keyed by. */
-const PATHS: Record<ReplicatedStream, { list: string; read: (id: string) => string; key: 'ID' | 'AccessorID' }> = {
-  policies: { list: '/v1/acl/policies', read: (id) => `/v1/acl/policy/${id}`, key: 'ID' },
-  roles: { list: '/v1/acl/roles', read: (id) => `/v1/acl/role/${id}`, key: 'ID' },
-  // Global tokens only: the primary filters its local tokens out, so none crosses (a local token never leaves its
-  // datacenter, not even in a list).
-  tokens: { list: `/v1/acl/tokens?filter=${encodeURIComponent('Local == false')}`, read: (id) => `/v1/acl/token/${id}`, key: 'AccessorID' },
-  // Config entries are listed per kind (configRound); this list is the one a round blocks on: every kind's list
-  // carries the config table's index, so it wakes on a change of any kind.
-  config: { list: '/v1/config/proxy-defaults', read: () => '', key: 'ID' },
-}
-
 export class AclReplicator {
   private stopped = false
   private readonly loops: Promise<void>[] = []
@@ -86,6 +78,11 @@ export class AclReplicator {
   private readonly behindSince = new Map<ReplicatedStream, number>()
   /** Per stream, the primary's Hash of each record this leader applied: bounded by the records of the stream. */
   private readonly applied = new Map<ReplicatedStream, Map<string, string>>()
+  /** Per stream, when the next full walk is due. */
+  private readonly walkDueAt = new Map<ReplicatedStream, number>()
+  /** Streams whose next walk brings every record whole. */
+  private readonly wholeNext = new Set<ReplicatedStream>()
+  private readonly limiters = new Map<ReplicatedStream, TokenBucket>()
 
   constructor(
     private readonly state: StateStore,
@@ -144,96 +141,134 @@ export class AclReplicator {
     }
   }
 
-  /** One round: waits for the primary's list to move past `seenIndex`, then brings the local records to it. */
+  /**
+   * One round: waits (blocking) for the primary's stream to move past `seenIndex`, then brings the local records to
+   * it, from the delta of what changed since the replicated index when the primary's feed has it, else by a full walk.
+   * The first round of a leadership, and one every FULL_WALK_EVERY_MS, walk in full whatever the index says: the
+   * walk compares every record, so whatever went wrong anywhere is repaired by the next one.
+   */
   private async round(stream: ReplicatedStream, seenIndex: number | undefined): Promise<number | undefined> {
     if (this.settings.token === undefined) throw new Error('no replication token: set acl.tokens.replication (or --acl-replication-token-file, WARDEN_ACL_REPLICATION_TOKEN)')
-    if (stream === 'config') return this.configRound(seenIndex)
+    await this.limit(stream)
     const replicated = (await replicationRecords(this.state.reader)).get(stream)?.RemoteIndex ?? 0
-    // Not ?stale: a lagging server of the primary would list fewer records, and the diff would delete here what the
-    // primary still has. The primary's leader answers (its default consistency), as for the reads of each record.
-    const query = seenIndex === undefined ? 'ns=*' : `ns=*&index=${seenIndex}&wait=${WAIT_MS}ms`
-    const list = PATHS[stream].list
-    const listed = await this.get(`${list}${list.includes('?') ? '&' : '?'}${query}`, seenIndex === undefined ? 60_000 : WAIT_MS)
-    const remoteIndex = Number(listed.headers['x-service-index'] ?? '0')
-    if (!Number.isSafeInteger(remoteIndex) || remoteIndex < 0) throw new Error(`the primary answered ${PATHS[stream].list} without an index`)
-    if (seenIndex !== undefined && remoteIndex === seenIndex) return remoteIndex
-    if (remoteIndex !== replicated && !this.behindSince.has(stream)) this.behindSince.set(stream, this.now())
-    if (remoteIndex < replicated && seenIndex === undefined) this.log.warn({ stream, remoteIndex, replicated }, "the primary's index is below the one replicated (a restore?): resynchronising in full")
-    const remote = parseList(listed.body, stream).filter((record) => !record.Local)
-    const local = await this.localRecords(stream)
-    const localHash = new Map(local.map((record) => [record.ID, record.Hash]))
-    const remoteIds = new Set(remote.map((record) => record.ID))
-    // A record whose read does not show every link its Hash covers (a link to a policy deleted since) never matches
-    // here: once applied, the same remote Hash is not fetched again by this leader.
-    const applied = this.appliedHashes(stream)
-    const changed = remote.filter((record) => localHash.get(record.ID) !== record.Hash && applied.get(record.ID) !== record.Hash)
-    const deletes = local.map((record) => record.ID).filter((id) => !remoteIds.has(id))
-    const upserts: Array<PolicyWrite | RoleWrite | TokenCreate> = []
-    let missed = 0
-    for (let start = 0; start < changed.length; start += FETCH_CONCURRENCY) {
-      const fetched = await Promise.all(changed.slice(start, start + FETCH_CONCURRENCY).map((record) => this.fetch(stream, record)))
-      for (const record of fetched) {
-        if (record !== undefined) upserts.push(record)
-        else missed += 1
+    const walkDue = seenIndex === undefined || this.now() >= (this.walkDueAt.get(stream) ?? 0) || this.wholeNext.has(stream)
+    if (walkDue) return this.walk(stream, this.wholeNext.has(stream) ? 0 : replicated, replicated)
+    const first = await this.page(stream, { since: replicated, index: seenIndex, waitMs: WAIT_MS })
+    if (first.index === seenIndex) return seenIndex
+    this.markBehind(stream, first.index, replicated)
+    if (first.index < replicated) {
+      this.log.warn({ stream, remoteIndex: first.index, replicated }, "the primary's index is below the one replicated (a restore?): resynchronising in full")
+      return this.walk(stream, 0, replicated)
+    }
+    if (first.body.Mode === 'full') return this.walk(stream, replicated, replicated, first)
+    const upserts: Upsert[] = []
+    for (const item of first.body.Records) if (item.Record !== undefined && (await this.differs(stream, item))) upserts.push(commandRecord(stream, item.Record))
+    const deletes: string[] = []
+    for (const id of first.body.Deleted) if ((await this.localHash(stream, id)) !== undefined) deletes.push(id)
+    await this.apply(stream, upserts, deletes, first.index, replicated)
+    this.remember(stream, first.body.Records, deletes)
+    this.logApplied(stream, upserts.length, deletes.length, first.index)
+    this.behindSince.delete(stream)
+    return first.index
+  }
+
+  /**
+   * A full walk: every page of the stream from the first (`first` when already read), records changed after `since`
+   * whole, the others as ID and Hash. Upserts are applied as pages come; deletions (what this datacenter holds and the
+   * walk did not list) and the claim of the first page's index at the end. A record listed without its body that
+   * differs here (this datacenter lost it: restored from an older snapshot) makes the next round walk with every
+   * record whole, and this one claims nothing.
+   */
+  private async walk(stream: ReplicatedStream, since: number, replicated: number, first?: { index: number; body: StreamPage }): Promise<number | undefined> {
+    this.walkDueAt.set(stream, this.now() + FULL_WALK_EVERY_MS)
+    this.wholeNext.delete(stream)
+    let page = first ?? (await this.page(stream, { since }))
+    const remoteIndex = page.index
+    this.markBehind(stream, remoteIndex, replicated)
+    if (remoteIndex < replicated && since > 0) {
+      this.log.warn({ stream, remoteIndex, replicated }, "the primary's index is below the one replicated (a restore?): resynchronising in full")
+      return this.walk(stream, 0, replicated)
+    }
+    const listed = new Set<string>()
+    let pending: Upsert[] = []
+    let upserted = 0
+    let unbodied = 0
+    for (;;) {
+      for (const item of page.body.Records) {
+        listed.add(item.ID)
+        if (!(await this.differs(stream, item))) continue
+        if (item.Record === undefined) unbodied += 1
+        else pending.push(commandRecord(stream, item.Record))
       }
+      this.remember(stream, page.body.Records, [])
+      if (pending.length >= UPSERTS_MAX) {
+        await this.apply(stream, pending, [], replicated, replicated)
+        upserted += pending.length
+        pending = []
+      }
+      if (page.body.Next === '') break
+      page = await this.page(stream, { since, cursor: page.body.Next })
     }
-    // A record listed but gone when read (deleted on the primary meanwhile): what was fetched is applied, but the
-    // round does not claim the list's index, and the next one lists again at once rather than wait for a change.
-    const complete = missed === 0
-    await this.apply(stream, upserts, deletes, complete ? remoteIndex : replicated, replicated)
-    const remoteHash = new Map(remote.map((record) => [record.ID, record.Hash]))
-    for (const upsert of upserts) {
-      const id = 'AccessorID' in upsert ? (upsert.AccessorID as string) : (upsert as { ID: string }).ID
-      const hash = remoteHash.get(id)
-      if (hash !== undefined) applied.set(id, hash)
-    }
-    for (const id of deletes) applied.delete(id)
-    if (upserts.length + deletes.length > 0) this.log.info({ stream, upserts: upserts.length, deletes: deletes.length, remoteIndex, complete }, 'replicated from the primary')
+    const deletes = (await this.localIds(stream)).filter((id) => !listed.has(id))
+    const complete = unbodied === 0
+    await this.apply(stream, pending, deletes, complete ? remoteIndex : replicated, replicated)
+    upserted += pending.length
+    this.remember(stream, [], deletes)
+    this.logApplied(stream, upserted, deletes.length, remoteIndex)
     if (!complete) {
-      await this.sleep(250)
+      this.log.warn({ stream, records: unbodied }, 'records the primary has had for a while differ here: the next round brings every record whole')
+      this.wholeNext.add(stream)
       return undefined
     }
     this.behindSince.delete(stream)
     return remoteIndex
   }
 
-  /**
-   * Config entries: waits for the config table to move at the primary, lists every kind but those each datacenter
-   * writes on its own (exported-services), and brings the local entries to them. Entries have no Hash: they are
-   * compared by content (every field but the indexes). The round claims the lowest index of its lists, each of which is
-   * no newer than its own answer.
-   */
-  private async configRound(seenIndex: number | undefined): Promise<number | undefined> {
-    const replicated = (await replicationRecords(this.state.reader)).get('config')?.RemoteIndex ?? 0
-    if (seenIndex !== undefined) {
-      const waited = await this.get(`${PATHS.config.list}?ns=*&index=${seenIndex}&wait=${WAIT_MS}ms`, WAIT_MS)
-      if (Number(waited.headers['x-service-index'] ?? '0') === seenIndex) return seenIndex
-    }
-    let remoteIndex = Number.MAX_SAFE_INTEGER
-    const remote = new Map<string, Record<string, unknown>>()
-    for (const kind of CONFIG_KINDS_REPLICATED) {
-      const listed = await this.get(`/v1/config/${kind}?ns=*`, 60_000)
-      remoteIndex = Math.min(remoteIndex, Number(listed.headers['x-service-index'] ?? '0'))
-      if (!Array.isArray(listed.body)) throw new Error(`the primary's ${kind} list is not a list`)
-      for (const entry of listed.body as Array<Record<string, unknown>>) remote.set(configEntryKey(entry as ConfigEntryWrite), entry)
-    }
-    if (remoteIndex !== replicated && !this.behindSince.has('config')) this.behindSince.set('config', this.now())
-    const local = (await listRecords(this.state.reader, configSpec)).filter((entry) => !LOCAL_CONFIG_KINDS.has(entry.Kind))
-    const localContent = new Map(local.map((entry) => [configEntryKey(entry), contentOf(entry)]))
-    const upserts = [...remote.entries()].filter(([key, entry]) => localContent.get(key) !== contentOf(entry)).map(([, entry]) => withoutIndexes(entry))
-    const deletes = local.filter((entry) => !remote.has(configEntryKey(entry))).map((entry) => configDeleteKey(entry))
-    await this.apply('config', upserts, deletes, remoteIndex, replicated)
-    if (upserts.length + deletes.length > 0) this.log.info({ stream: 'config', upserts: upserts.length, deletes: deletes.length, remoteIndex }, 'replicated from the primary')
-    this.behindSince.delete('config')
-    return remoteIndex
+  /** Whether a listed record differs from the one held here (and is not one this leader applied as it is listed). */
+  private async differs(stream: ReplicatedStream, item: StreamItem): Promise<boolean> {
+    if (this.appliedHashes(stream).get(item.ID) === item.Hash) return false
+    return (await this.localHash(stream, item.ID)) !== item.Hash
   }
 
-  /** What this datacenter holds of a stream, by ID and Hash: for tokens, its global ones only (its local ones are its own). */
-  private async localRecords(stream: ReplicatedStream): Promise<Array<{ ID: string; Hash: string }>> {
-    if (stream === 'policies') return listRecords(this.state.reader, policySpec)
-    if (stream === 'roles') return listRecords(this.state.reader, roleSpec)
-    const tokens = await listRecords(this.state.reader, tokenSpec)
-    return tokens.filter((token) => !token.Local).map((token) => ({ ID: token.AccessorID, Hash: token.Hash }))
+  /** The Hash of this datacenter's record of `id` in the stream, or undefined when it holds none (its local tokens count as none). */
+  private async localHash(stream: ReplicatedStream, id: string): Promise<string | undefined> {
+    const reader = this.state.reader
+    if (stream === 'config') {
+      const address = configDeleteAddress(id)
+      if (address === undefined || LOCAL_CONFIG_KINDS.has(address.Kind)) return undefined
+      const entry = await getRecord(reader, configSpec, configEntryKey(address))
+      return entry === undefined ? undefined : configContentHash(entry as unknown as Record<string, unknown>)
+    }
+    if (stream === 'tokens') {
+      const token = await getRecord(reader, tokenSpec, id)
+      return token === undefined || token.Local ? undefined : token.Hash
+    }
+    if (stream === 'policies') return (await getRecord(reader, policySpec, id))?.Hash
+    return (await getRecord(reader, roleSpec, id))?.Hash
+  }
+
+  /** The IDs this datacenter holds of a stream: for tokens its global ones only, for config every kind but its own. */
+  private async localIds(stream: ReplicatedStream): Promise<string[]> {
+    const reader = this.state.reader
+    if (stream === 'policies') return (await listRecords(reader, policySpec)).map((policy) => policy.ID)
+    if (stream === 'roles') return (await listRecords(reader, roleSpec)).map((role) => role.ID)
+    if (stream === 'tokens') return (await listRecords(reader, tokenSpec)).filter((token) => !token.Local).map((token) => token.AccessorID)
+    return (await listRecords(reader, configSpec)).filter((entry) => !LOCAL_CONFIG_KINDS.has(entry.Kind)).map((entry) => configDeleteKey(entry))
+  }
+
+  /** Remembers the primary's Hash of what was applied, and forgets what was deleted. */
+  private remember(stream: ReplicatedStream, items: readonly StreamItem[], deletes: readonly string[]): void {
+    const applied = this.appliedHashes(stream)
+    for (const item of items) if (item.Record !== undefined) applied.set(item.ID, item.Hash)
+    for (const id of deletes) applied.delete(id)
+  }
+
+  private markBehind(stream: ReplicatedStream, remoteIndex: number, replicated: number): void {
+    if (remoteIndex !== replicated && !this.behindSince.has(stream)) this.behindSince.set(stream, this.now())
+  }
+
+  private logApplied(stream: ReplicatedStream, upserts: number, deletes: number, remoteIndex: number): void {
+    if (upserts + deletes > 0) this.log.info({ stream, upserts, deletes, remoteIndex }, 'replicated from the primary')
   }
 
   private appliedHashes(stream: ReplicatedStream): Map<string, string> {
@@ -243,6 +278,16 @@ export class AclReplicator {
       this.applied.set(stream, hashes)
     }
     return hashes
+  }
+
+  /** Waits for the stream's bucket to allow a round. */
+  private async limit(stream: ReplicatedStream): Promise<void> {
+    let bucket = this.limiters.get(stream)
+    if (bucket === undefined) {
+      bucket = new TokenBucket(this.settings.rate, this.settings.burst, this.now)
+      this.limiters.set(stream, bucket)
+    }
+    for (let waitMs = bucket.take(); waitMs > 0 && !this.stopped; waitMs = bucket.take()) await this.sleep(waitMs)
   }
 
   /** Proposes the changes in bounded, paced batches; the last one records `remoteIndex`. */
@@ -286,25 +331,32 @@ export class AclReplicator {
     }
   }
 
-  private async fetch(stream: ReplicatedStream, listed: ListedRecord): Promise<PolicyWrite | RoleWrite | TokenCreate | undefined> {
-    const answer = await this.get(`${PATHS[stream].read(listed.ID)}?ns=${encodeURIComponent(listed.Namespace)}`, 60_000, [404])
-    // Deleted on the primary since it was listed: the next round deletes it here.
-    if (answer.status === 404) return undefined
-    if (stream === 'policies') return policyOf(answer.body)
-    if (stream === 'roles') return roleOf(answer.body)
-    return tokenOf(answer.body)
-  }
-
-  /** A GET of the primary with the replication token; anything but 200 (or an allowed status) is an error. */
-  private async get(path: string, waitMs: number, allowed: number[] = []): Promise<{ status: number; headers: Record<string, string>; body: unknown }> {
-    const answer: ForwardedAnswer = await this.forwarder.forward(this.settings.primary, { method: 'GET', path, headers: { 'x-service-token': this.settings.token ?? '' } }, waitMs)
-    const text = answer.body.toString('utf8')
-    if (answer.status !== 200 && !allowed.includes(answer.status)) {
-      const detail = safeError(text)
-      const hint = answer.status === 403 ? ' (the replication token needs acl:read)' : ''
-      throw new WardenError('internal', `the primary answered ${path.split('?')[0]} with ${answer.status}${hint}: ${detail}`)
+  /**
+   * One page of the stream at the primary (GET /v1/internal/acl/replication/:stream over the WAN links, with the
+   * replication token): blocking when `index` is given. Anything but 200 is an error naming what the primary said.
+   */
+  private async page(stream: ReplicatedStream, query: { since: number; cursor?: string; index?: number; waitMs?: number }): Promise<{ index: number; body: StreamPage }> {
+    const params = new URLSearchParams({ since: String(query.since) })
+    if (query.cursor !== undefined) params.set('cursor', query.cursor)
+    if (query.index !== undefined) {
+      params.set('index', String(query.index))
+      params.set('wait', `${query.waitMs ?? WAIT_MS}ms`)
     }
-    return { status: answer.status, headers: answer.headers, body: answer.status === 200 ? JSON.parse(text) : undefined }
+    const path = `/v1/internal/acl/replication/${stream}?${params.toString()}`
+    const answer: ForwardedAnswer = await this.forwarder.forward(this.settings.primary, { method: 'GET', path, headers: { 'x-service-token': this.settings.token ?? '' } }, query.waitMs ?? 60_000)
+    const text = answer.body.toString('utf8')
+    if (answer.status !== 200) {
+      const hint = answer.status === 403 ? (stream === 'policies' || stream === 'roles' ? ' (the replication token needs acl:read)' : ' (the replication token needs acl:write)') : ''
+      throw new WardenError('internal', `the primary answered ${stream} with ${answer.status}${hint}: ${safeError(text)}`)
+    }
+    const index = Number(answer.headers['x-service-index'] ?? '')
+    if (!Number.isSafeInteger(index) || index < 0) throw new Error(`the primary answered ${stream} without an index`)
+    const body = JSON.parse(text) as StreamPage
+    if (typeof body !== 'object' || body === null || !Array.isArray(body.Records) || !Array.isArray(body.Deleted) || typeof body.Next !== 'string' || (body.Mode !== 'full' && body.Mode !== 'delta')) {
+      throw new Error(`the primary's ${stream} page is not one`)
+    }
+    for (const item of body.Records) if (typeof item?.ID !== 'string' || typeof item.Hash !== 'string') throw new Error(`the primary's ${stream} page holds an entry without ID and Hash`)
+    return { index, body }
   }
 
   private sleep(ms: number): Promise<void> {
@@ -322,16 +374,14 @@ export class AclReplicator {
   }
 }
 
-function parseList(body: unknown, stream: ReplicatedStream): ListedRecord[] {
-  if (!Array.isArray(body)) throw new Error(`the primary's ${stream} list is not a list`)
-  const key = PATHS[stream].key
-  return body.map((item: unknown) => {
-    const record = (item ?? {}) as Record<string, unknown>
-    const { Hash, Namespace } = record
-    const ID = record[key]
-    if (typeof ID !== 'string' || typeof Hash !== 'string') throw new Error(`the primary's ${stream} list holds an entry without ${key} and Hash`)
-    return { ID, Hash, Namespace: typeof Namespace === 'string' ? Namespace : 'default', Local: record['Local'] === true }
-  })
+type Upsert = PolicyWrite | RoleWrite | TokenCreate | ConfigEntryWrite
+
+/** A stored record of the primary as the upsert of an `acl.replicate` batch: the fields its command carries. */
+function commandRecord(stream: ReplicatedStream, record: Record<string, unknown>): Upsert {
+  if (stream === 'policies') return policyOf(record)
+  if (stream === 'roles') return roleOf(record)
+  if (stream === 'tokens') return tokenOf(record)
+  return withoutIndexes(record)
 }
 
 /** A global token as the primary shows it to a replication token with acl:write (its SecretID included). */
@@ -409,26 +459,7 @@ function safeError(text: string): string {
   return (text.split('\n')[0] ?? '').slice(0, 300)
 }
 
-/** The config-entry kinds a secondary replicates: every kind of the contract but those each datacenter writes alone. */
-const CONFIG_KINDS_REPLICATED = CONFIG_KINDS.filter((kind) => !LOCAL_CONFIG_KINDS.has(kind))
-
 function withoutIndexes(entry: Record<string, unknown>): ConfigEntryWrite {
   const { CreateIndex: _create, ModifyIndex: _modify, ...fields } = entry
   return fields as ConfigEntryWrite
-}
-
-/** An entry's fields but its indexes, as text with keys in order: equal text, equal entry. */
-function contentOf(entry: Record<string, unknown>): string {
-  return stableText(withoutIndexes(entry))
-}
-
-function stableText(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableText).join(',')}]`
-  if (typeof value === 'object' && value !== null) {
-    return `{${Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${stableText((value as Record<string, unknown>)[key])}`)
-      .join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
 }

@@ -24,6 +24,8 @@ export interface ApiSettings {
   tokenMaxExpirationTtlMs: number
   /** Bound on blocking queries waiting at once on this node. */
   blockingQueriesMax: number
+  /** How long a secondary's forwarded global write waits to be replicated here (acl.replication_read_your_writes_wait); 5 s when unset. */
+  replicationReadYourWritesWaitMs?: number
 }
 
 export interface AppServices {

@@ -228,7 +228,7 @@ export async function forwardToPrimary(ctx: ApiContext, stream: ReplicatedStream
       return
     }
   }
-  const deadline = Date.now() + READ_YOUR_WRITES_WAIT_MS
+  const deadline = Date.now() + (settings.replicationReadYourWritesWaitMs ?? READ_YOUR_WRITES_WAIT_MS)
   const replicated = async (): Promise<number> => (await replicationRecords(state.reader)).get(stream)?.RemoteIndex ?? 0
   while ((await replicated()) < reached) {
     if (Date.now() >= deadline) {

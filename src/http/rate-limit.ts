@@ -21,7 +21,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import type { Logger } from 'pino'
-import { assert } from '../lib/assert.js'
+import { TokenBucket } from '../lib/token-bucket.js'
 import { RateLimitedError } from '../lib/errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
 
@@ -37,41 +37,6 @@ export interface RateLimitSettings {
 }
 
 export const RATE_LIMITS_DISABLED: RateLimitSettings = { mode: 'disabled', readRate: Infinity, writeRate: Infinity, loginRate: Infinity }
-
-/**
- * A token bucket: `ratePerSecond` tokens a second, at most `burst` held. take() spends one token if there is one and
- * answers 0, or answers how many milliseconds until one will be there (and spends nothing).
- */
-export class TokenBucket {
-  /** Invariant: 0 <= tokens <= burst. */
-  private tokens: number
-  private refilledAtMs: number
-
-  constructor(
-    readonly ratePerSecond: number,
-    readonly burst: number,
-    private readonly now: () => number,
-  ) {
-    assert(ratePerSecond > 0, 'a bucket fills at a positive rate')
-    assert(burst >= 1, 'a bucket holds at least one token')
-    this.tokens = burst
-    this.refilledAtMs = now()
-  }
-
-  take(): number {
-    if (this.ratePerSecond === Infinity) return 0
-    const nowMs = this.now()
-    // A clock that went back (it is monotonic, but injected) adds nothing rather than removing tokens.
-    const elapsedMs = Math.max(0, nowMs - this.refilledAtMs)
-    this.tokens = Math.min(this.burst, this.tokens + (elapsedMs * this.ratePerSecond) / 1000)
-    this.refilledAtMs = nowMs
-    if (this.tokens >= 1) {
-      this.tokens -= 1
-      return 0
-    }
-    return ((1 - this.tokens) * 1000) / this.ratePerSecond
-  }
-}
 
 /** Retry-After in whole seconds, at least 1 (RFC 9110 §10.2.3: a non-negative integer; 0 would invite a hot loop). */
 export function retryAfterSeconds(waitMs: number): number {

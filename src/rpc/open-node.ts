@@ -5,6 +5,7 @@
  * members, and wrap the replica in the ClusterNode the HTTP layer uses. Nothing is started; the caller starts the
  * replica, and closes the storage and the links it opened if this refuses.
  */
+import { changeFeedOf } from '../state/change-feed.js'
 import { peerFlagsProblem, planMembership, type FoundingFlags, type FoundingPlan } from '../replica/founding.js'
 import type { PeerLinks } from '../replica/peer-links.js'
 import { RaftReplica, type RaftReplicaOptions } from '../replica/raft-replica.js'
@@ -38,6 +39,8 @@ export async function openNode(options: OpenNodeOptions): Promise<OpenedNode> {
   // A snapshot install that a crash interrupted is finished (or discarded) before the state is opened.
   await finishStateSwitch(files, storage.snapshot()?.index ?? 0)
   const state = await StateStore.openFiles(files)
+  // Before the replica replays its log: the feed a secondary datacenter's replication reads reaches back to here.
+  changeFeedOf(state)
   const replica = new RaftReplica({
     ...options.settings,
     nodeName: flags.nodeName,

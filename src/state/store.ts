@@ -102,8 +102,11 @@ function decodeEntries(entries: readonly LogEntry[]): { items: ApplyItem[]; malf
 
 const NOOP: Command = { v: COMMAND_VERSION, type: 'noop' }
 
-/** Called after every applied batch with what changed; caches of derived data (compiled authorizers) listen here. */
-export type ChangeListener = (tables: readonly Table[], recordKeys: readonly string[]) => void
+/**
+ * Called after every applied batch, once per command that changed something, with what it changed and its log index;
+ * caches of derived data (compiled authorizers) and the change feed (change-feed.ts) listen here.
+ */
+export type ChangeListener = (tables: readonly Table[], recordKeys: readonly string[], index: number) => void
 
 export class StateStore {
   readonly watches = new Watches()
@@ -223,8 +226,8 @@ export class StateStore {
     await this.db.batch(ops)
     this.appliedIndex = last
     for (const { index, tables } of changes) for (const table of tables) this.tableIndexes.set(table, index)
-    for (const { tables, records } of changes) {
-      for (const listener of this.changeListeners) listener(tables, records)
+    for (const { index, tables, records } of changes) {
+      for (const listener of this.changeListeners) listener(tables, records, index)
       this.watches.notify(tables, records)
     }
     return results

@@ -15,8 +15,13 @@
  * consistent read barrier, so without a leader it fails as a consistent read does (503 no_leader).
  */
 import Router from '@koa/router'
-import { replicationRecords } from '../../state/replication.js'
+import { InvalidInputError, NotFoundError } from '../../lib/errors.js'
+import { changeFeedOf } from '../../state/change-feed.js'
+import { deltaPage, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX, STREAM_TABLES, walkPage } from '../../state/replication-pages.js'
+import { REPLICATED_STREAMS, replicationRecords, type ReplicatedStream } from '../../state/replication.js'
 import type { ApiContext } from '../context.js'
+import { serveRead } from '../read.js'
+import { queryParam, requirePermission } from '../request.js'
 
 /** Go's zero time.Time as encoding/json writes it. */
 const GO_ZERO_TIME = '0001-01-01T00:00:00Z'
@@ -63,6 +68,43 @@ async function replicationStatus(ctx: ApiContext): Promise<void> {
   }
 }
 
+/**
+ * `GET /v1/internal/acl/replication/:stream` (warden's own, not the contract's): what a secondary's replication
+ * loop reads here, in pages (state/replication-pages.ts). Served only to requests forwarded from another datacenter
+ * over the WAN links (in-process, so their remote address is `wan:<server>`): to anything else it does not exist.
+ *
+ * Parameters: `since` (the index the secondary holds everything up to; records changed after it come whole, and
+ * with no cursor a small enough change comes as one delta), `cursor` (where a full walk goes on), `limit` (records a
+ * page, at most PAGE_ITEMS_MAX), and the blocking `index`/`wait`. Consistent as any default read (the leader's
+ * view). Policies and roles need acl:read, as their lists; tokens (their SecretIDs come along) and config entries
+ * (of every kind) need acl:write, which can mint a token that reads them anyway.
+ */
+async function replicationStream(ctx: ApiContext): Promise<void> {
+  if (!String(ctx.req.socket.remoteAddress ?? '').startsWith('wan:')) throw new NotFoundError(`${ctx.path}: no such endpoint (it serves servers of other datacenters, over the WAN links only)`)
+  const stream = ctx.params['stream'] as ReplicatedStream
+  if (!REPLICATED_STREAMS.includes(stream)) throw new InvalidInputError('stream', `must be one of ${REPLICATED_STREAMS.join(', ')}`)
+  const since = integerParam(ctx, 'since', 0, Number.MAX_SAFE_INTEGER, 0)
+  const limit = integerParam(ctx, 'limit', 1, PAGE_ITEMS_MAX, PAGE_ITEMS_DEFAULT)
+  const cursor = queryParam(ctx, 'cursor') ?? ''
+  if (!/^[A-Za-z0-9_-]{0,2048}$/.test(cursor)) throw new InvalidInputError('cursor', 'must be the Next of an earlier page')
+  const { state } = ctx.state.app
+  const feed = changeFeedOf(state)
+  await serveRead(ctx, { table: STREAM_TABLES[stream], consistency: 'none', blocking: true }, async () => {
+    await requirePermission(ctx, 'acl', stream === 'policies' || stream === 'roles' ? 'read' : 'write')
+    const delta = cursor === '' && since > 0 ? deltaPage(state.db, feed, stream, since) : undefined
+    return { body: delta ?? (await walkPage(state.db, stream, since, cursor, limit)) }
+  })
+}
+
+function integerParam(ctx: ApiContext, name: string, min: number, max: number, fallback: number): number {
+  const text = queryParam(ctx, name)
+  if (text === undefined || text === '') return fallback
+  const value = Number(text)
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min || value > max) throw new InvalidInputError(name, `must be an integer from ${min} to ${max}`)
+  return value
+}
+
 export function aclReplicationRoutes(router: Router): void {
   router.get('/v1/acl/replication', (ctx) => replicationStatus(ctx as ApiContext))
+  router.get('/v1/internal/acl/replication/:stream', (ctx) => replicationStream(ctx as ApiContext))
 }

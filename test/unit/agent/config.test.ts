@@ -292,15 +292,15 @@ describe('agent/config', () => {
 
   describe('replication settings', () => {
     it('token replication is on unless turned off by flag or file; the apply limit is a positive whole number', async () => {
-      expect(load([]).replication).to.deep.include({ tokens: true, applyRate: 1000, token: undefined })
+      expect(load([]).replication).to.deep.include({ tokens: true, applyRate: 5000, rate: 10, burst: 20, readYourWritesWaitMs: 5000, token: undefined })
       expect(load(['--enable-token-replication', 'false']).replication.tokens).to.equal(false)
       expect(refusal(['--enable-token-replication', 'no'])).to.equal('--enable-token-replication: must be true or false')
       expect(load([], { WARDEN_ACL_REPLICATION_TOKEN: 'abc' }).replication.token).to.equal('abc')
       const dir = await mkdtemp(join(tmpdir(), 'warden-replication-'))
       try {
         const file = join(dir, 'agent.json')
-        await writeFile(file, JSON.stringify({ acl: { enable_token_replication: false, replication_apply_limit: 50, tokens: { replication: 'def' } } }), { mode: 0o600 })
-        expect(load(['--config-file', file]).replication).to.deep.equal({ tokens: false, applyRate: 50, token: 'def' })
+        await writeFile(file, JSON.stringify({ acl: { enable_token_replication: false, replication_apply_limit: 50, replication_rate: 2, replication_burst: 3, replication_read_your_writes_wait: '250ms', tokens: { replication: 'def' } } }), { mode: 0o600 })
+        expect(load(['--config-file', file]).replication).to.deep.equal({ tokens: false, applyRate: 50, rate: 2, burst: 3, readYourWritesWaitMs: 250, token: 'def' })
         await writeFile(file, JSON.stringify({ acl: { replication_apply_limit: 0 } }))
         expect(refusal(['--config-file', file])).to.match(/^acl\.replication_apply_limit: must be a whole number/)
       } finally {

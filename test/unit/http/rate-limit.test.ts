@@ -9,7 +9,8 @@
 import { expect } from 'chai'
 import pino from 'pino'
 import { RateLimitedError } from '../../../src/lib/errors.js'
-import { RateLimiter, TokenBucket, requestKind, retryAfterSeconds, type RateLimitSettings } from '../../../src/http/rate-limit.js'
+import { RateLimiter, requestKind, retryAfterSeconds, type RateLimitSettings } from '../../../src/http/rate-limit.js'
+import { TokenBucket } from '../../../src/lib/token-bucket.js'
 
 function thrown(run: () => void): unknown {
   try {
