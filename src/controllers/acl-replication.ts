@@ -83,6 +83,8 @@ export class AclReplicator {
   /** Streams whose next walk brings every record whole. */
   private readonly wholeNext = new Set<ReplicatedStream>()
   private readonly limiters = new Map<ReplicatedStream, TokenBucket>()
+  /** When the next batch may be proposed (applyRate). */
+  private paceAt = 0
 
   constructor(
     private readonly state: StateStore,
@@ -313,6 +315,11 @@ export class AclReplicator {
     if (batches.length === 0 && remoteIndex !== replicated) batches.push({ upserts: [], deletes: [] })
     for (const [position, batch] of batches.entries()) {
       if (this.stopped || !this.cluster.isLeader()) throw new Error('no longer the leader')
+      const records = batch.upserts.length + batch.deletes.length
+      // Paced over every batch of every stream, not per call: `applyRate` records a second in all.
+      const waitMs = this.paceAt - this.now()
+      if (waitMs > 0) await this.sleep(waitMs)
+      this.paceAt = Math.max(this.now(), this.paceAt) + (1_000 * records) / this.settings.applyRate
       const last = position === batches.length - 1
       const command = {
         v: COMMAND_VERSION,
@@ -326,8 +333,6 @@ export class AclReplicator {
       } as Command
       const result = await this.cluster.propose(command)
       if (!result.ok) throw new Error(`a replication batch was refused: ${result.error.message}`)
-      const records = batch.upserts.length + batch.deletes.length
-      if (!last && records > 0) await this.sleep((1_000 * records) / this.settings.applyRate)
     }
   }
 
