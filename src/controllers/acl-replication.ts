@@ -28,6 +28,7 @@ import { configSpec, getRecord, listRecords, policySpec, roleSpec, tokenSpec } f
 import { configEntryKey } from '../state/config-entries.js'
 import { configContentHash, type StreamItem, type StreamPage } from '../state/replication-pages.js'
 import { configDeleteAddress, configDeleteKey, LOCAL_CONFIG_KINDS, replicationRecords, REPLICATED_STREAMS, type ReplicatedStream } from '../state/replication.js'
+import { recordPrefix } from '../state/keys.js'
 import type { StateStore } from '../state/store.js'
 
 /** The blocking wait of a round, as Consul's replication (which waits up to 5 min). */
@@ -76,8 +77,6 @@ export class AclReplicator {
   private readonly aborts = new Set<AbortController>()
   /** Per stream, when a round first saw the primary ahead of what is applied here; gone once caught up. */
   private readonly behindSince = new Map<ReplicatedStream, number>()
-  /** Per stream, the primary's Hash of each record this leader applied: bounded by the records of the stream. */
-  private readonly applied = new Map<ReplicatedStream, Map<string, string>>()
   /** Per stream, when the next full walk is due. */
   private readonly walkDueAt = new Map<ReplicatedStream, number>()
   /** Streams whose next walk brings every record whole. */
@@ -85,6 +84,8 @@ export class AclReplicator {
   private readonly limiters = new Map<ReplicatedStream, TokenBucket>()
   /** When the next batch may be proposed (applyRate). */
   private paceAt = 0
+  /** Per stream, rounds that failed on this server since it started (metrics). */
+  private readonly failures = new Map<ReplicatedStream, number>()
 
   constructor(
     private readonly state: StateStore,
@@ -112,6 +113,11 @@ export class AclReplicator {
     return { running: !this.stopped && this.cluster.isLeader(), lagSeconds, tokens: this.settings.tokens, streams: new Map(this.statuses) }
   }
 
+  /** Rounds that failed on this server since it started, per stream (a stream never failed is absent). */
+  failedRounds(): ReadonlyMap<ReplicatedStream, number> {
+    return this.failures
+  }
+
   private async loop(stream: ReplicatedStream): Promise<void> {
     const backoff = new Backoff({ initialMs: 1_000, maxMs: 64_000, jitter: 0.2 }, this.random)
     // The primary's index this leader has diffed against; a new leadership diffs once whatever the index says.
@@ -122,7 +128,6 @@ export class AclReplicator {
         wasLeader = false
         // Another leader measures its own lag and knows what it applied.
         this.behindSince.delete(stream)
-        this.applied.delete(stream)
         await this.sleep(250)
         continue
       }
@@ -137,6 +142,7 @@ export class AclReplicator {
         if (this.stopped) return
         const message = (error as Error).message
         this.statuses.set(stream, { lastErrorAt: this.now(), lastErrorMessage: message })
+        this.failures.set(stream, (this.failures.get(stream) ?? 0) + 1)
         this.log.warn({ stream, err: message }, 'ACL replication round failed; retrying with backoff')
         await this.sleep(backoff.next())
       }
@@ -155,7 +161,7 @@ export class AclReplicator {
     const replicated = (await replicationRecords(this.state.reader)).get(stream)?.RemoteIndex ?? 0
     const walkDue = seenIndex === undefined || this.now() >= (this.walkDueAt.get(stream) ?? 0) || this.wholeNext.has(stream)
     if (walkDue) return this.walk(stream, this.wholeNext.has(stream) ? 0 : replicated, replicated)
-    const first = await this.page(stream, { since: replicated, index: seenIndex, waitMs: WAIT_MS })
+    const first = await this.page(stream, { since: replicated, delta: true, index: seenIndex, waitMs: WAIT_MS })
     if (first.index === seenIndex) return seenIndex
     this.markBehind(stream, first.index, replicated)
     if (first.index < replicated) {
@@ -168,7 +174,6 @@ export class AclReplicator {
     const deletes: string[] = []
     for (const id of first.body.Deleted) if ((await this.localHash(stream, id)) !== undefined) deletes.push(id)
     await this.apply(stream, upserts, deletes, first.index, replicated)
-    this.remember(stream, first.body.Records, deletes)
     this.logApplied(stream, upserts.length, deletes.length, first.index)
     this.behindSince.delete(stream)
     return first.index
@@ -182,9 +187,9 @@ export class AclReplicator {
    * record whole, and this one claims nothing.
    */
   private async walk(stream: ReplicatedStream, since: number, replicated: number, first?: { index: number; body: StreamPage }): Promise<number | undefined> {
-    this.walkDueAt.set(stream, this.now() + FULL_WALK_EVERY_MS)
-    this.wholeNext.delete(stream)
+    const startedAt = this.now()
     let page = first ?? (await this.page(stream, { since }))
+    if (page.body.Mode !== 'full') throw new Error(`the primary answered the first page of the ${stream} walk with a ${page.body.Mode}`)
     const remoteIndex = page.index
     this.markBehind(stream, remoteIndex, replicated)
     if (remoteIndex < replicated && since > 0) {
@@ -202,7 +207,6 @@ export class AclReplicator {
         if (item.Record === undefined) unbodied += 1
         else pending.push(commandRecord(stream, item.Record))
       }
-      this.remember(stream, page.body.Records, [])
       if (pending.length >= UPSERTS_MAX) {
         await this.apply(stream, pending, [], replicated, replicated)
         upserted += pending.length
@@ -210,25 +214,32 @@ export class AclReplicator {
       }
       if (page.body.Next === '') break
       page = await this.page(stream, { since, cursor: page.body.Next })
+      // A walk's pages are walk pages: anything else would list what changed, not what there is, and the deletions
+      // below would take every unchanged record for gone.
+      if (page.body.Mode !== 'full') throw new Error(`the primary answered a page of the ${stream} walk with a ${page.body.Mode}`)
     }
     const deletes = (await this.localIds(stream)).filter((id) => !listed.has(id))
     const complete = unbodied === 0
     await this.apply(stream, pending, deletes, complete ? remoteIndex : replicated, replicated)
     upserted += pending.length
-    this.remember(stream, [], deletes)
     this.logApplied(stream, upserted, deletes.length, remoteIndex)
+    // The walk's bookkeeping changes only once it has gone through: a walk that failed is tried again at once.
+    this.walkDueAt.set(stream, startedAt + FULL_WALK_EVERY_MS)
     if (!complete) {
       this.log.warn({ stream, records: unbodied }, 'records the primary has had for a while differ here: the next round brings every record whole')
       this.wholeNext.add(stream)
       return undefined
     }
+    this.wholeNext.delete(stream)
     this.behindSince.delete(stream)
     return remoteIndex
   }
 
-  /** Whether a listed record differs from the one held here (and is not one this leader applied as it is listed). */
+  /**
+   * Whether a listed record differs from the one held here. Nothing is taken for applied but what the state holds:
+   * both sides compute a record's Hash with the same functions over the same fields (a config entry's from its content).
+   */
   private async differs(stream: ReplicatedStream, item: StreamItem): Promise<boolean> {
-    if (this.appliedHashes(stream).get(item.ID) === item.Hash) return false
     return (await this.localHash(stream, item.ID)) !== item.Hash
   }
 
@@ -252,17 +263,13 @@ export class AclReplicator {
   /** The IDs this datacenter holds of a stream: for tokens its global ones only, for config every kind but its own. */
   private async localIds(stream: ReplicatedStream): Promise<string[]> {
     const reader = this.state.reader
-    if (stream === 'policies') return (await listRecords(reader, policySpec)).map((policy) => policy.ID)
-    if (stream === 'roles') return (await listRecords(reader, roleSpec)).map((role) => role.ID)
+    // Policies and roles by their keys alone (their IDs): nothing to decode.
+    if (stream === 'policies' || stream === 'roles') {
+      const prefix = recordPrefix(stream === 'policies' ? 'policy' : 'role')
+      return (await reader.keys(prefix)).map((key) => key.slice(prefix.length))
+    }
     if (stream === 'tokens') return (await listRecords(reader, tokenSpec)).filter((token) => !token.Local).map((token) => token.AccessorID)
     return (await listRecords(reader, configSpec)).filter((entry) => !LOCAL_CONFIG_KINDS.has(entry.Kind)).map((entry) => configDeleteKey(entry))
-  }
-
-  /** Remembers the primary's Hash of what was applied, and forgets what was deleted. */
-  private remember(stream: ReplicatedStream, items: readonly StreamItem[], deletes: readonly string[]): void {
-    const applied = this.appliedHashes(stream)
-    for (const item of items) if (item.Record !== undefined) applied.set(item.ID, item.Hash)
-    for (const id of deletes) applied.delete(id)
   }
 
   private markBehind(stream: ReplicatedStream, remoteIndex: number, replicated: number): void {
@@ -271,15 +278,6 @@ export class AclReplicator {
 
   private logApplied(stream: ReplicatedStream, upserts: number, deletes: number, remoteIndex: number): void {
     if (upserts + deletes > 0) this.log.info({ stream, upserts, deletes, remoteIndex }, 'replicated from the primary')
-  }
-
-  private appliedHashes(stream: ReplicatedStream): Map<string, string> {
-    let hashes = this.applied.get(stream)
-    if (hashes === undefined) {
-      hashes = new Map()
-      this.applied.set(stream, hashes)
-    }
-    return hashes
   }
 
   /** Waits for the stream's bucket to allow a round. */
@@ -318,7 +316,11 @@ export class AclReplicator {
       const records = batch.upserts.length + batch.deletes.length
       // Paced over every batch of every stream, not per call: `applyRate` records a second in all.
       const waitMs = this.paceAt - this.now()
-      if (waitMs > 0) await this.sleep(waitMs)
+      if (waitMs > 0) {
+        await this.sleep(waitMs)
+        // Leadership may have moved while this waited: a deposed leader's batch would be forwarded to the new one.
+        if (this.stopped || !this.cluster.isLeader()) throw new Error('no longer the leader')
+      }
       this.paceAt = Math.max(this.now(), this.paceAt) + (1_000 * records) / this.settings.applyRate
       const last = position === batches.length - 1
       const command = {
@@ -340,8 +342,9 @@ export class AclReplicator {
    * One page of the stream at the primary (GET /v1/internal/acl/replication/:stream over the WAN links, with the
    * replication token): blocking when `index` is given. Anything but 200 is an error naming what the primary said.
    */
-  private async page(stream: ReplicatedStream, query: { since: number; cursor?: string; index?: number; waitMs?: number }): Promise<{ index: number; body: StreamPage }> {
+  private async page(stream: ReplicatedStream, query: { since: number; delta?: boolean; cursor?: string; index?: number; waitMs?: number }): Promise<{ index: number; body: StreamPage }> {
     const params = new URLSearchParams({ since: String(query.since) })
+    if (query.delta === true) params.set('mode', 'delta')
     if (query.cursor !== undefined) params.set('cursor', query.cursor)
     if (query.index !== undefined) {
       params.set('index', String(query.index))

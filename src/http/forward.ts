@@ -15,7 +15,8 @@ import type { ApiContext } from './context.js'
 import { blockingOf, secretOf } from './request.js'
 import { LOCAL_CONFIG_KINDS, replicationRecords, type ReplicatedStream } from '../state/replication.js'
 
-const LOCAL_PATHS = new Set(['/v1/acl/token/self', '/v1/catalog/datacenters', '/v1/operator/raft/join'])
+// The agent's own metrics are this node's, as every /v1/agent endpoint of Consul: `?dc` is ignored there.
+const LOCAL_PATHS = new Set(['/v1/acl/token/self', '/v1/catalog/datacenters', '/v1/operator/raft/join', '/v1/agent/metrics'])
 
 /**
  * A path as the router matches it (without regard to case, a trailing slash allowed): what every decision here is
@@ -56,10 +57,14 @@ async function bodyAhead(ctx: ApiContext): Promise<unknown> {
 /** What a request that is not a blocking query may take at X, as a local one. */
 const REQUEST_WAIT_MS = 60_000
 
-/** Whether a request naming another datacenter is forwarded there (else it is served here, ignoring `dc`). */
+/**
+ * Whether a request naming another datacenter is forwarded there (else it is served here, ignoring `dc`). The pages
+ * replication reads (GET /v1/internal/acl/replication/:stream) are for servers only: a client's `?dc` never carries
+ * it there, so it meets the local route, which answers only requests that came over WAN links.
+ */
 export function forwardsToDatacenter(path: string): boolean {
   const routed = routedPath(path)
-  return routed.startsWith('/v1/') && !LOCAL_PATHS.has(routed)
+  return routed.startsWith('/v1/') && !LOCAL_PATHS.has(routed) && !routed.startsWith('/v1/internal/acl/replication')
 }
 
 /**

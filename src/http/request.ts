@@ -78,10 +78,10 @@ function checkNamespace(value: string, field: string): string {
  * "identical" compares exactly these, so a parameter no route reads (`?x=1`, `?x=2`, ...) cannot make every waiting
  * query run and serialize its own copy of a large list.
  */
-export const RESULT_PARAMS = ['authmethod', 'authmethod-ns', 'cursor', 'dc', 'expanded', 'filter', 'limit', 'ns', 'policy', 'role', 'servicename', 'since'] as const
+export const RESULT_PARAMS = ['authmethod', 'authmethod-ns', 'cursor', 'dc', 'expanded', 'filter', 'limit', 'mode', 'ns', 'policy', 'role', 'servicename', 'since'] as const
 
 /** The others: when and how a read is served, the token (part of the key on its own), and write-only parameters. */
-const OTHER_PARAMS = ['index', 'wait', 'stale', 'consistent', 'max_stale', 'pretty', 'token', 'cas', 'version', 'id', 'address'] as const
+const OTHER_PARAMS = ['index', 'wait', 'stale', 'consistent', 'max_stale', 'pretty', 'token', 'cas', 'version', 'id', 'address', 'format'] as const
 
 const KNOWN_PARAMS = new Set<string>([...RESULT_PARAMS, ...OTHER_PARAMS])
 

@@ -53,9 +53,9 @@ export class ChangeFeed {
 
   /**
    * The keys of `table`'s records changed after `index` (each once, in the order of their last change), or undefined
-   * when the feed does not reach back that far.
+   * when the feed does not reach back that far or more than `max` records changed.
    */
-  changedSince(table: Table, index: number): string[] | undefined {
+  changedSince(table: Table, index: number, max = Number.POSITIVE_INFINITY): string[] | undefined {
     if (index < this.fromIndex) return undefined
     const keys = new Set<string>()
     // From the newest back to the first change after `index`: the changes are in index order.
@@ -65,6 +65,7 @@ export class ChangeFeed {
       if (change.table !== table) continue
       keys.delete(change.key)
       keys.add(change.key)
+      if (keys.size > max) return undefined
     }
     return [...keys].reverse()
   }

@@ -23,8 +23,11 @@ export const STREAM_TABLES: Readonly<Record<ReplicatedStream, Table>> = { polici
 /** Records a page lists at most, and the most its caller may ask for. */
 export const PAGE_ITEMS_DEFAULT = 2_000
 export const PAGE_ITEMS_MAX = 10_000
-/** Bytes of whole records a page carries at most (as JSON): well within a forwarded answer (6 MiB). */
-export const PAGE_RECORD_BYTES_MAX = 2 * 1024 * 1024
+/**
+ * Bytes of JSON a page's items take at most, whole records and IDs with hashes alike: well within a forwarded answer
+ * (6 MiB). One record alone is at most about 1 MiB of JSON (it came in a request body of at most that), so it fits.
+ */
+export const PAGE_BYTES_MAX = 4 * 1024 * 1024
 /** Records a delta names at most; a larger change is answered as a full walk. */
 export const DELTA_ITEMS_MAX = 2_000
 
@@ -85,8 +88,8 @@ function streamIdOfKey(stream: ReplicatedStream, key: string): string {
 /** The changes after `since` as one answer, or undefined when the feed does not reach back or they are too many. */
 export function deltaPage(db: StateDb, feed: ChangeFeed, stream: ReplicatedStream, since: number): StreamPage | undefined {
   const table = STREAM_TABLES[stream]
-  const keys = feed.changedSince(table, since)
-  if (keys === undefined || keys.length > DELTA_ITEMS_MAX) return undefined
+  const keys = feed.changedSince(table, since, DELTA_ITEMS_MAX)
+  if (keys === undefined) return undefined
   const page: StreamPage = { Mode: 'delta', Records: [], Deleted: [], Next: '' }
   let bytes = 0
   for (const key of keys) {
@@ -94,16 +97,19 @@ export function deltaPage(db: StateDb, feed: ChangeFeed, stream: ReplicatedStrea
     if (stored === undefined) {
       // A deleted token may have been a local one: its AccessorID says nothing, and the secondary deletes by it only
       // a global token of its own.
-      page.Deleted.push(streamIdOfKey(stream, key))
+      const id = streamIdOfKey(stream, key)
+      bytes += id.length + 4
+      page.Deleted.push(id)
       continue
     }
     const record = decode<Record<string, unknown>>(stored)
     const item = streamItemOf(stream, record)
     if (item === undefined) continue
-    bytes += stored.length * 2
-    // Too large for one answer (many large config entries): the walk pages it.
-    if (bytes > PAGE_RECORD_BYTES_MAX) return undefined
-    page.Records.push({ ...item, Record: record })
+    const whole = { ...item, Record: record }
+    bytes += jsonBytes(whole)
+    // Too large for one answer (many large records): the walk pages it.
+    if (bytes > PAGE_BYTES_MAX) return undefined
+    page.Records.push(whole)
   }
   return page
 }
@@ -119,6 +125,7 @@ export async function walkPage(db: StateDb, stream: ReplicatedStream, since: num
   const page: StreamPage = { Mode: 'full', Records: [], Deleted: [], Next: '' }
   let bytes = 0
   let scanned = 0
+  let previous = after ?? prefix
   const iterator = db.iterator({ ...(after === undefined ? { gte: prefix } : { gt: after }), lt: prefixEnd(prefix) })
   try {
     for await (const [key, stored] of iterator) {
@@ -126,13 +133,18 @@ export async function walkPage(db: StateDb, stream: ReplicatedStream, since: num
       const record = decode<Record<string, unknown>>(stored)
       const item = streamItemOf(stream, record)
       if (item !== undefined) {
-        const modified = Number(record['ModifyIndex'] ?? 0)
-        if (modified > since) {
-          bytes += stored.length * 2
-          page.Records.push({ ...item, Record: record })
-        } else page.Records.push(item)
+        const listed: StreamItem = Number(record['ModifyIndex'] ?? 0) > since ? { ...item, Record: record } : item
+        const size = jsonBytes(listed)
+        // Full: this record starts the next page (the cursor is the key before it).
+        if (page.Records.length > 0 && bytes + size > PAGE_BYTES_MAX) {
+          page.Next = Buffer.from(previous.slice(prefix.length), 'utf8').toString('base64url')
+          break
+        }
+        bytes += size
+        page.Records.push(listed)
       }
-      if (page.Records.length >= limit || scanned >= limit * 4 || bytes >= PAGE_RECORD_BYTES_MAX) {
+      previous = key
+      if (page.Records.length >= limit || scanned >= limit * 4) {
         page.Next = Buffer.from(key.slice(prefix.length), 'utf8').toString('base64url')
         break
       }
@@ -141,4 +153,25 @@ export async function walkPage(db: StateDb, stream: ReplicatedStream, since: num
     await iterator.close()
   }
   return page
+}
+
+/** The bytes an item takes in the answer's JSON (control characters take six bytes there, one in msgpack). */
+function jsonBytes(item: StreamItem): number {
+  return Buffer.byteLength(JSON.stringify(item), 'utf8') + 1
+}
+
+/**
+ * What the primary answers to one request of a secondary's replication (GET /v1/internal/acl/replication/:stream):
+ * a delta only when asked for one (`delta`, which the replicator asks only when blocking on its last round) and the
+ * feed has it, else a page of the walk. A walk is never answered with a delta: its deletions would take every
+ * unchanged record for gone.
+ */
+export async function replicationPage(
+  db: StateDb,
+  feed: ChangeFeed,
+  stream: ReplicatedStream,
+  query: { since: number; cursor: string; limit: number; delta: boolean },
+): Promise<StreamPage> {
+  const delta = query.delta && query.cursor === '' ? deltaPage(db, feed, stream, query.since) : undefined
+  return delta ?? walkPage(db, stream, query.since, query.cursor, query.limit)
 }

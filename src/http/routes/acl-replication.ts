@@ -17,7 +17,7 @@
 import Router from '@koa/router'
 import { InvalidInputError, NotFoundError } from '../../lib/errors.js'
 import { changeFeedOf } from '../../state/change-feed.js'
-import { deltaPage, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX, STREAM_TABLES, walkPage } from '../../state/replication-pages.js'
+import { PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX, replicationPage, STREAM_TABLES } from '../../state/replication-pages.js'
 import { REPLICATED_STREAMS, replicationRecords, type ReplicatedStream } from '../../state/replication.js'
 import type { ApiContext } from '../context.js'
 import { serveRead } from '../read.js'
@@ -73,8 +73,9 @@ async function replicationStatus(ctx: ApiContext): Promise<void> {
  * loop reads here, in pages (state/replication-pages.ts). Served only to requests forwarded from another datacenter
  * over the WAN links (in-process, so their remote address is `wan:<server>`): to anything else it does not exist.
  *
- * Parameters: `since` (the index the secondary holds everything up to; records changed after it come whole, and
- * with no cursor a small enough change comes as one delta), `cursor` (where a full walk goes on), `limit` (records a
+ * Parameters: `since` (the index the secondary holds everything up to; records changed after it come whole),
+ * `mode=delta` (what changed since, as one delta, when this server's feed has it and it is small enough; a walk page
+ * otherwise), `cursor` (where a full walk goes on), `limit` (records a
  * page, at most PAGE_ITEMS_MAX), and the blocking `index`/`wait`. Consistent as any default read (the leader's
  * view). Policies and roles need acl:read, as their lists; tokens (their SecretIDs come along) and config entries
  * (of every kind) need acl:write, which can mint a token that reads them anyway.
@@ -86,13 +87,14 @@ async function replicationStream(ctx: ApiContext): Promise<void> {
   const since = integerParam(ctx, 'since', 0, Number.MAX_SAFE_INTEGER, 0)
   const limit = integerParam(ctx, 'limit', 1, PAGE_ITEMS_MAX, PAGE_ITEMS_DEFAULT)
   const cursor = queryParam(ctx, 'cursor') ?? ''
+  const mode = queryParam(ctx, 'mode') ?? 'walk'
+  if (mode !== 'walk' && mode !== 'delta') throw new InvalidInputError('mode', 'must be walk or delta')
   if (!/^[A-Za-z0-9_-]{0,2048}$/.test(cursor)) throw new InvalidInputError('cursor', 'must be the Next of an earlier page')
   const { state } = ctx.state.app
   const feed = changeFeedOf(state)
   await serveRead(ctx, { table: STREAM_TABLES[stream], consistency: 'none', blocking: true }, async () => {
     await requirePermission(ctx, 'acl', stream === 'policies' || stream === 'roles' ? 'read' : 'write')
-    const delta = cursor === '' && since > 0 ? deltaPage(state.db, feed, stream, since) : undefined
-    return { body: delta ?? (await walkPage(state.db, stream, since, cursor, limit)) }
+    return { body: await replicationPage(state.db, feed, stream, { since, cursor, limit, delta: mode === 'delta' }) }
   })
 }
 

@@ -1,0 +1,107 @@
+/**
+ * Replication rounds with real agents (a single-server primary dc1 and a single-server secondary dc2 on 127.0.0.1),
+ * each case a defect a review found in the first paged version: a secondary's first round after a restart answered
+ * with a delta and deleting everything unchanged, and pages sized by their stored bytes going over what a forwarded
+ * answer carries.
+ */
+import { expect } from 'chai'
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { eventually } from '../cluster/eventually.js'
+import { startAgent, type AgentProcess } from '../support/agent.js'
+
+describe('replication review', function () {
+  this.timeout(120_000)
+  const key = randomBytes(32).toString('base64')
+  const MANAGEMENT = 'a1b2c3d4-0000-4000-8000-00000000beef'
+  const agents: AgentProcess[] = []
+  const dirs: string[] = []
+
+  afterEach(async () => {
+    await Promise.all(agents.splice(0).map((agent) => agent.stop()))
+    await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })))
+  })
+
+  async function primary(): Promise<AgentProcess> {
+    const dc1 = await startAgent({ args: ['--datacenter', 'dc1', '--node-name', 'dc1-s1'], env: { WARDEN_CLUSTER_KEY: key, WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } })
+    agents.push(dc1)
+    return dc1
+  }
+
+  async function secondary(dc1: AgentProcess, dataDir?: string): Promise<AgentProcess> {
+    const dc2 = await startAgent({
+      args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1', '--node-name', 'dc2-s1', '--join-wan', dc1.clusterAddress],
+      env: { WARDEN_CLUSTER_KEY: key, WARDEN_ACL_REPLICATION_TOKEN: MANAGEMENT },
+      ...(dataDir === undefined ? {} : { dataDir, keepDataDir: true }),
+    })
+    agents.push(dc2)
+    return dc2
+  }
+
+  const status = async (agent: AgentProcess, path: string): Promise<number> => (await agent.request('GET', path, { token: MANAGEMENT })).status
+
+  it("a secondary's first round after its restart (a new leadership) keeps every record the primary still has", async () => {
+    const dc1 = await primary()
+    const dataDir = await mkdtemp(join(tmpdir(), 'warden-review-dc2-'))
+    dirs.push(dataDir)
+    let dc2 = await secondary(dc1, dataDir)
+    const policy = await dc1.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'kept-policy', Rules: '' } })
+    const token = await dc1.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: 'kept-token' } })
+    expect((await dc1.request('PUT', '/v1/config', { token: MANAGEMENT, body: { Kind: 'service-defaults', Name: 'kept-entry', Protocol: 'http' } })).status).to.equal(200)
+    const held = {
+      policy: `/v1/acl/policy/${policy.body.ID}`,
+      token: `/v1/acl/token/${token.body.AccessorID}`,
+      entry: '/v1/config/service-defaults/kept-entry',
+    }
+    for (const [what, path] of Object.entries(held)) await eventually(async () => (await status(dc2, path)) === 200, `the ${what} replicated`)
+
+    // The secondary restarts (or its leadership moves): replicated > 0, and the primary's change feed reaches back.
+    agents.splice(agents.indexOf(dc2), 1)
+    await dc2.stop()
+    dc2 = await secondary(dc1, dataDir)
+    // A change after the restart, to know that rounds ran in every stream.
+    const later = await dc1.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'later-policy', Rules: '' } })
+    const laterToken = await dc1.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: 'later-token' } })
+    expect((await dc1.request('PUT', '/v1/config', { token: MANAGEMENT, body: { Kind: 'service-defaults', Name: 'later-entry', Protocol: 'http' } })).status).to.equal(200)
+    await eventually(async () => (await status(dc2, `/v1/acl/policy/${later.body.ID}`)) === 200, 'the later policy replicated')
+    await eventually(async () => (await status(dc2, `/v1/acl/token/${laterToken.body.AccessorID}`)) === 200, 'the later token replicated')
+    await eventually(async () => (await status(dc2, '/v1/config/service-defaults/later-entry')) === 200, 'the later entry replicated')
+
+    // Nothing was deleted at the primary: the secondary still holds all of it.
+    const missing: string[] = []
+    for (const [what, path] of Object.entries(held)) if ((await status(dc2, path)) !== 200) missing.push(what)
+    expect(missing, 'records the primary still has, deleted in the secondary').to.deep.equal([])
+  })
+
+  it('replicates global tokens whose JSON is much larger than their stored form (control characters), within 6 MiB pages', async function () {
+    const dc1 = await primary()
+    // 170,000 U+0001 characters: about 170 KB stored (msgpack), about 1 MB as JSON (each is written \u0001).
+    const made: Array<{ AccessorID: string; Hash: string }> = []
+    for (let n = 0; n < 8; n++) {
+      const created = await dc1.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: `${n} ${'\u0001'.repeat(170_000)}` } })
+      expect(created.status, created.text.slice(0, 300)).to.equal(200)
+      made.push(created.body)
+    }
+    const dc2 = await secondary(dc1)
+    const heldHere = async (): Promise<number> => {
+      let held = 0
+      for (const token of made) if ((await dc2.request('GET', `/v1/acl/token/${token.AccessorID}`, { token: MANAGEMENT })).body?.Hash === token.Hash) held += 1
+      return held
+    }
+    await eventually(async () => (await heldHere()) === made.length, 'every token replicated', 30_000)
+    expect((await dc2.request('GET', '/v1/acl/replication', { token: null })).body.LastErrorMessage).to.equal('')
+  })
+
+  it("a client's ?dc never reaches the pages replication reads: they are served to servers only", async () => {
+    const dc1 = await primary()
+    const dc2 = await secondary(dc1)
+    await eventually(async () => (await status(dc2, '/v1/acl/token/self')) === 200, 'dc2 knows the management token')
+    for (const path of ['/v1/internal/acl/replication/tokens?dc=dc1', '/v1/internal/acl/replication/policies?dc=dc1&mode=delta&since=1']) {
+      const answer = await dc2.request('GET', path, { token: MANAGEMENT })
+      expect(answer.status, path).to.equal(404)
+      expect(answer.text).to.not.include('SecretID')
+    }
+  })
+})
