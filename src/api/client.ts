@@ -155,6 +155,27 @@ export class Client {
     return answerOf<T>(raw.status, raw.headers, raw.text)
   }
 
+  /**
+   * A GET whose 2xx body goes to `sink` as it arrives (GET /v1/snapshot): answers its metadata; anything else is thrown
+   * as an ApiError. `options.timeoutMs` bounds the whole exchange.
+   */
+  async download(path: string, sink: (chunk: Buffer) => void | Promise<void>, options: QueryOptions = {}): Promise<QueryMeta> {
+    const headers: Record<string, string> = {}
+    const token = options.token === undefined ? this.options.token : options.token
+    if (token !== undefined && token !== null && token !== '') headers['X-Service-Token'] = token
+    const raw = await this.transport.send({
+      method: 'GET',
+      path: withQuery(path, this.queryOf(options)),
+      headers,
+      timeoutMs: options.timeoutMs ?? this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      responseBytesMax: this.options.responseBytesMax ?? RESPONSE_BYTES_MAX,
+      sink,
+    })
+    if (raw.status < 200 || raw.status > 299) throw errorFromAnswer(raw.status, parseJson(raw.text), raw.text)
+    return metaOf(raw.headers)
+  }
+
   /** A 2xx answer's body and metadata; anything else is thrown as an ApiError rebuilt from its body. */
   async call<T>(method: string, path: string, options: QueryOptions = {}): Promise<Result<T>> {
     const answer = await this.request<T>(method, path, options)

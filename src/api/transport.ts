@@ -75,6 +75,11 @@ export interface Exchange {
   discardBody?: boolean
   /** Called once the whole request has been handed to the operating system (node:http's 'finish'). */
   onSent?: () => void
+  /**
+   * Takes a 2xx answer's body as it arrives instead of holding it (a snapshot of any size): `text` is then ''. The
+   * answer waits while a returned promise is pending. Other answers are read as text as usual (their error body).
+   */
+  sink?: (chunk: Buffer) => void | Promise<void>
 }
 
 export interface RawAnswer {
@@ -184,8 +189,23 @@ export class Transport {
       request.on('response', (response) => {
         const chunks: Buffer[] = []
         let size = 0
+        const status = response.statusCode ?? 0
+        const sink = exchange.sink
         if (exchange.discardBody === true) response.resume()
-        else {
+        else if (sink !== undefined && status >= 200 && status <= 299) {
+          response.on('data', (chunk: Buffer) => {
+            const taken = sink(chunk)
+            if (taken === undefined) return
+            response.pause()
+            taken.then(
+              () => response.resume(),
+              (error: unknown) => {
+                fail('sink', `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: ${(error as Error).message}`, error)
+                request.destroy()
+              },
+            )
+          })
+        } else {
           response.on('data', (chunk: Buffer) => {
             size += chunk.length
             if (size > exchange.responseBytesMax) {

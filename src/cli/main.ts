@@ -4,19 +4,11 @@
  * survivor's data dir (agent/recover.ts). Every other word is an operator command with Consul's name, flags and
  * output (`warden acl token create -policy-name web`): commands/, run by command.ts, exit 0 or 1.
  */
-import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { answerCompletion, completionScript, installCompletion } from './completion.js'
 import { groupHelp, runCli } from './dispatch.js'
 import { processCliIo } from './io.js'
-
-function version(): string {
-  try {
-    return (JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string }).version
-  } catch {
-    return 'unknown' // Run from a copy without its package.json: the version is all that is missing.
-  }
-}
+import { wardenVersion as version } from '../lib/version.js'
 
 async function main(argv: string[]): Promise<number> {
   const io = processCliIo()

@@ -23,6 +23,7 @@ import { operatorRoutes } from './routes/operator.js'
 import { catalogRoutes } from './routes/catalog.js'
 import { authorityStream, forwardsToDatacenter, forwardToDatacenter, forwardToPrimary, requireTokenReplication } from './forward.js'
 import { aclReplicationRoutes } from './routes/acl-replication.js'
+import { snapshotRoutes } from './routes/snapshot.js'
 
 /**
  * A write is authorized (its token resolved, its auth method and rules read) from this node's state, and that state
@@ -57,6 +58,7 @@ export function createApp(services: AppServices): Koa {
   operatorRoutes(router)
   catalogRoutes(router)
   aclReplicationRoutes(router)
+  snapshotRoutes(router)
 
   // What Koa could not answer (a client that hung up or broke the protocol mid-body, a socket that failed while the
   // answer was written) reaches this listener; without one Koa prints each stack to stderr, outside the JSON log.

@@ -9,6 +9,7 @@ import { aclBootstrap, tokenClone, tokenCreate, tokenDelete, tokenList, tokenRea
 import { configDelete, configList, configRead, configWrite } from './config.js'
 import { login, logout } from './login.js'
 import { catalogDatacenters, keygen, listPeers, members, removePeer, transferLeader } from './operator.js'
+import { snapshotInspect, snapshotSave } from './snapshot.js'
 import { caCreate, certCreate } from './tls.js'
 
 export const COMMANDS: readonly Command[] = [
@@ -54,6 +55,8 @@ export const COMMANDS: readonly Command[] = [
   members,
   catalogDatacenters,
   keygen,
+  snapshotSave,
+  snapshotInspect,
   caCreate,
   certCreate,
 ]

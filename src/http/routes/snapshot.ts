@@ -1,0 +1,64 @@
+/**
+ * `GET /v1/snapshot` (issue 20): the whole state as one archive (state/archive.ts), streamed from a LevelDB snapshot
+ * of this node's state at its applied index, gzip-compressed, so that 1,000,000 tokens go out a chunk at a time.
+ *
+ * - Permission: acl:write, as Consul's snapshot endpoint (a token that can write ACLs can read every secret anyway).
+ * - Consistency: by default the node first passes the consistent read barrier (a ReadIndex round with the leader), so
+ *   the snapshot holds every write the leader had committed when it was asked, as Consul's, which forwards the save
+ *   to its leader; `?stale` takes this node's state as it is.
+ * - `X-Service-Index` is the snapshot's applied index. Saves in flight on a node are bounded (SAVES_MAX): each holds
+ *   a LevelDB snapshot while its client reads.
+ */
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream'
+import { createGzip } from 'node:zlib'
+import type Router from '@koa/router'
+import { WardenError } from '../../lib/errors.js'
+import { wardenVersion } from '../../lib/version.js'
+import { archiveFrames } from '../../lib/snapshot-archive.js'
+import { openStateSnapshot } from '../../state/snapshot.js'
+import type { StateStore } from '../../state/store.js'
+import type { ApiContext } from '../context.js'
+import { setResponseHeader } from '../headers.js'
+import { hasParam, requirePermission } from '../request.js'
+
+export const SAVES_MAX = 2
+const savesInFlight = new WeakMap<StateStore, number>()
+
+async function saveSnapshot(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'acl', 'write')
+  const { state, cluster, settings, now, log } = ctx.state.app
+  if (!hasParam(ctx, 'stale')) await cluster.readBarrier('consistent')
+  const inFlight = savesInFlight.get(state) ?? 0
+  if (inFlight >= SAVES_MAX) throw new WardenError('rate_limited', `snapshot: ${SAVES_MAX} snapshots are being saved from this node; try again when one is done`)
+  savesInFlight.set(state, inFlight + 1)
+  let reader: Awaited<ReturnType<typeof openStateSnapshot>>
+  try {
+    reader = await openStateSnapshot(state)
+  } catch (error) {
+    savesInFlight.set(state, (savesInFlight.get(state) ?? 1) - 1)
+    throw error
+  }
+  const meta = {
+    Index: reader.appliedIndex,
+    Term: cluster.raftState().term,
+    Datacenter: settings.datacenter,
+    Node: settings.nodeName,
+    Time: new Date(now()).toISOString(),
+    Version: wardenVersion(),
+  }
+  const gzip = createGzip()
+  // Ends however the response ends (read to the end, the client gone, an error): the LevelDB snapshot is released.
+  pipeline(Readable.from(archiveFrames(meta, reader.chunks())), gzip, (error) => {
+    savesInFlight.set(state, (savesInFlight.get(state) ?? 1) - 1)
+    reader.close().catch(() => undefined)
+    if (error !== undefined && error !== null && (error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') log.warn({ err: error.message }, 'saving a snapshot failed')
+  })
+  setResponseHeader(ctx, 'Index', String(meta.Index))
+  ctx.type = 'application/gzip'
+  ctx.body = gzip
+}
+
+export function snapshotRoutes(router: Router): void {
+  router.get('/v1/snapshot', (ctx) => saveSnapshot(ctx as ApiContext))
+}
