@@ -58,7 +58,7 @@ describe('cli dispatch: commands, group help, completion', function () {
 
   describe('groupHelp', function () {
     it('lists the top-level words, the commands main.ts runs itself included, sorted', function () {
-      expect(listed(groupHelp([]))).to.deep.equal(['acl', 'agent', 'catalog', 'completion', 'config', 'keygen', 'login', 'logout', 'members', 'operator', 'recover', 'tls', 'version'])
+      expect(listed(groupHelp([]))).to.deep.equal(['acl', 'agent', 'catalog', 'completion', 'config', 'keygen', 'login', 'logout', 'members', 'operator', 'recover', 'snapshot', 'tls', 'version'])
     })
 
     it('lists the acl groups and acl bootstrap under acl', function () {
