@@ -66,6 +66,16 @@ export interface RemoteResolution {
   downPolicy: 'allow' | 'deny' | 'extend-cache' | 'async-cache'
 }
 
+/** What the resolver counts since it started, read by the agent's metrics when scraped. Only ever incremented. */
+export interface ResolverCounts {
+  /** Every resolution asked for (the anonymous token included). */
+  resolutions: number
+  /** Resolutions answered from the authorizer cache. */
+  cacheHits: number
+  /** Secrets looked up at the primary (a secondary datacenter). */
+  remoteLookups: number
+}
+
 interface RemoteEntry {
   token: AclToken | undefined
   fetchedAtMs: number
@@ -91,6 +101,7 @@ export class TokenResolver {
   private readonly remote = new Map<string, RemoteEntry>()
   /** Lookups under way, by digest: concurrent requests with one secret ask the primary once. Bounded as `remote`. */
   private readonly lookups = new Map<string, Promise<AclToken | undefined>>()
+  readonly counts: ResolverCounts = { resolutions: 0, cacheHits: 0, remoteLookups: 0 }
 
   constructor(
     private readonly state: StateStore,
@@ -140,12 +151,21 @@ export class TokenResolver {
     return token
   }
 
+  /** Authorizers held in the cache now. */
+  get cacheEntries(): number {
+    return this.cache.size
+  }
+
   async resolve(secret: string | undefined, nowMs: number): Promise<Caller> {
+    this.counts.resolutions += 1
     const effective = secret === undefined || secret === '' ? ANONYMOUS_TOKEN_SECRET : secret
     const digest = digestOf(effective)
     const cached = this.cache.get(digest)
     if (cached !== undefined) {
-      if (nowMs < cached.expiresAtMs) return cached.caller
+      if (nowMs < cached.expiresAtMs) {
+        this.counts.cacheHits += 1
+        return cached.caller
+      }
       this.drop(digest)
       throw new AclNotFoundError()
     }
@@ -181,6 +201,7 @@ export class TokenResolver {
   private lookUp(secret: string, digest: string, remote: RemoteResolution): Promise<AclToken | undefined> {
     const running = this.lookups.get(digest)
     if (running !== undefined) return running
+    this.counts.remoteLookups += 1
     if (this.lookups.size >= REMOTE_ENTRIES_MAX) return remote.lookup(secret)
     const started = remote.lookup(secret).finally(() => this.lookups.delete(digest))
     this.lookups.set(digest, started)

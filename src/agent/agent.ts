@@ -35,6 +35,8 @@ import { DatacenterForwarder } from '../rpc/dc-forward.js'
 import { AclReplicator } from '../controllers/acl-replication.js'
 import { tokenAtPrimary } from '../rpc/remote-tokens.js'
 import { randomInt } from 'node:crypto'
+import { AgentMetrics } from '../metrics/registry.js'
+import { agentMetricSources } from './metric-sources.js'
 
 export interface RunningAgent {
   /** HOST:PORT of plain HTTP; undefined when http_addr is off. */
@@ -147,7 +149,10 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   }
   const devToken = config.initialManagementToken === undefined && config.dev && !secondary ? await devManagementToken(dataDir) : undefined
   const managementToken = config.initialManagementToken ?? devToken?.secret
-  const started = await startReplica(config, dataDir, log, onFatal, tls)
+  // Made first: the Raft driver reports its timings into it from its first Ready. Its own registry, never the global
+  // one, so that agents sharing a process (tests) keep their metrics apart.
+  const metrics = new AgentMetrics()
+  const started = await startReplica(config, dataDir, log, onFatal, tls, metrics.raftTimings)
   const state = started.state
   const replica = started.cluster
   const clusterAddress = started.clusterAddress
@@ -209,24 +214,26 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
   const closing = new AbortController()
   // Bounded like everything else, and below the open-file limit so that the stores can always open their files.
   const httpConnections = httpConnectionsFor(openFilesLimit())
+  const resolver = new TokenResolver(state, {
+    datacenter: config.datacenter,
+    defaultPolicy: config.defaultPolicy,
+    // A secondary resolves the primary's tokens there (rpc/remote-tokens.ts), each answer held 30 s (acl.token_ttl).
+    ...(replicator === undefined || forwarder === undefined
+      ? {}
+      : {
+          remote: {
+            lookup: (secret: string) => tokenAtPrimary(forwarder, config.primaryDatacenter, secret),
+            ttlMs: 30_000,
+            downPolicy: config.downPolicy,
+            globalTokensFromPrimary: !config.replication.tokens,
+          },
+        }),
+  })
+  metrics.readFrom(agentMetricSources({ started, state, resolver, replicator }))
   const app = createApp({
     state,
     cluster: replica,
-    resolver: new TokenResolver(state, {
-      datacenter: config.datacenter,
-      defaultPolicy: config.defaultPolicy,
-      // A secondary resolves the primary's tokens there (rpc/remote-tokens.ts), each answer held 30 s (acl.token_ttl).
-      ...(replicator === undefined || forwarder === undefined
-        ? {}
-        : {
-            remote: {
-              lookup: (secret: string) => tokenAtPrimary(forwarder, config.primaryDatacenter, secret),
-              ttlMs: 30_000,
-              downPolicy: config.downPolicy,
-              globalTokensFromPrimary: !config.replication.tokens,
-            },
-          }),
-    }),
+    resolver,
     settings: {
       nodeName: config.nodeName,
       datacenter: config.datacenter,
@@ -248,6 +255,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     datacenters: () => started.datacenters(),
     forwarder,
     replication: replicator,
+    metrics,
   })
   const reaper = new TokenReaper(state, replica, { intervalMs: 1_000, batchSizeMax: 4_096, now, log: log.child({ module: 'token-reaper' }) })
   reaper.start()

@@ -16,13 +16,13 @@ import { pathExists } from '../lib/files.js'
 import { LevelRaftStorage } from '../raft/storage/level-storage.js'
 import { LogStore } from '../raft/storage/log-store.js'
 import type { PeerLinks } from '../replica/peer-links.js'
-import type { RaftReplica } from '../replica/raft-replica.js'
+import type { RaftReplica, ReplicaTimings } from '../replica/raft-replica.js'
 import type { Cluster } from '../rpc/index.js'
 import { joinThroughHttp } from '../rpc/join-client.js'
 import { openNode } from '../rpc/open-node.js'
 import { directoryFiles } from '../state/files.js'
 import { StateStore } from '../state/store.js'
-import { ClosedLinks, PeerTransport, type TransportOptions } from '../transport/index.js'
+import { ClosedLinks, PeerTransport, type TransportOptions, type TransportStats } from '../transport/index.js'
 import type { PeerTlsMaterial } from '../transport/tls.js'
 import { PeerListener } from '../transport/listener.js'
 import { wanName } from '../transport/frames.js'
@@ -44,6 +44,8 @@ export interface StartedReplica {
   datacenters(): string[]
   /** The WAN links and membership, on a server with a cluster key. */
   wan: WanLinks | undefined
+  /** The Raft transport's counters and links (none without a cluster key: a server alone has no peer links). */
+  raftLinkStats(): TransportStats | undefined
   stop(): Promise<void>
 }
 
@@ -105,6 +107,7 @@ export async function startReplica(
   log: Logger,
   onFatal: (error: unknown) => void,
   tls?: PeerTlsMaterial,
+  timings?: ReplicaTimings,
 ): Promise<StartedReplica> {
   const peers = Object.entries(config.peers).filter(([name]) => name !== config.nodeName)
   if ((peers.length > 0 || config.join.length > 0) && config.clusterKey === undefined) {
@@ -118,6 +121,7 @@ export async function startReplica(
   let stopLinks: () => Promise<void>
   let reloadTls: (material: PeerTlsMaterial) => void = () => undefined
   let wan: WanLinks | undefined
+  let raftLinkStats: () => TransportStats | undefined = () => undefined
   let port: number
   if (config.clusterKey === undefined) {
     const closed = await ClosedLinks.start(config.clusterAddr.host, config.clusterAddr.port)
@@ -159,6 +163,7 @@ export async function startReplica(
     const wanLinks = wan
     if (tls !== undefined) reloadTls = (material) => listener.reloadTls({ ca: material.ca, cert: material.cert, key: material.key })
     links = transportLinks(raftTransport)
+    raftLinkStats = () => raftTransport.stats()
     stopLinks = async () => {
       wanLinks.membership.stop()
       await wanLinks.transport.stop()
@@ -185,6 +190,7 @@ export async function startReplica(
       snapshotThreshold: config.raft.snapshotThreshold,
       leaderWaitMs: config.raft.leaderWaitMs,
       addressCheck: clusterAddressProblem,
+      ...(timings === undefined ? {} : { timings }),
     },
   })
   if (!opened.ok) {
@@ -210,6 +216,7 @@ export async function startReplica(
     reloadTls,
     datacenters: wanAtStart === undefined ? () => [config.datacenter] : () => wanAtStart.membership.datacenters(),
     wan: wanAtStart,
+    raftLinkStats: () => raftLinkStats(),
     async stop() {
       await replica.stop()
       await joining

@@ -24,6 +24,8 @@ import { catalogRoutes } from './routes/catalog.js'
 import { authorityStream, forwardsToDatacenter, forwardToDatacenter, forwardToPrimary, requireTokenReplication } from './forward.js'
 import { aclReplicationRoutes } from './routes/acl-replication.js'
 import { snapshotRoutes } from './routes/snapshot.js'
+import { agentRoutes } from './routes/agent.js'
+import { requestMetricsMiddleware } from './request-metrics.js'
 
 /**
  * A write is authorized (its token resolved, its auth method and rules read) from this node's state, and that state
@@ -59,6 +61,7 @@ export function createApp(services: AppServices): Koa {
   catalogRoutes(router)
   aclReplicationRoutes(router)
   snapshotRoutes(router)
+  agentRoutes(router)
 
   // What Koa could not answer (a client that hung up or broke the protocol mid-body, a socket that failed while the
   // answer was written) reaches this listener; without one Koa prints each stack to stderr, outside the JSON log.
@@ -69,6 +72,8 @@ export function createApp(services: AppServices): Koa {
     if (byClient) return services.log.debug({ err: error.message, code }, 'client connection error')
     unanswered.warn(services.log, error.message, { err: error }, 'a response could not be completed')
   })
+  // Outermost: every answer is counted with the status and error code it leaves with (request-metrics.ts).
+  if (services.metrics !== undefined) app.use(requestMetricsMiddleware(services.metrics))
   // Outside the error mapper, so it sees the status and code every answer leaves with.
   app.use(auditMiddleware(services))
   app.use(errorMiddleware(services.log))

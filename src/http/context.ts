@@ -53,6 +53,22 @@ export interface AppServices {
   forwarder?: DatacenterForwarder | undefined
   /** ACL replication from the primary, in a secondary datacenter (controllers/acl-replication.ts). */
   replication?: { status(): ReplicationStatusView } | undefined
+  /** The agent's metrics (src/metrics, wired by the agent): what `GET /v1/agent/metrics` serves. */
+  metrics?: ApiMetrics | undefined
+}
+
+/** The metrics as the HTTP layer sees them: one call per answered request, and the two forms of the endpoint. */
+export interface ApiMetrics {
+  /**
+   * Counts one answered request by method, route pattern (never the raw path: its cardinality is unbounded) and
+   * status; times it unless `seconds` is undefined; `errorCode` is the error answer's Code, if any. Called for every
+   * request, so it must not allocate beyond the counter's own bookkeeping.
+   */
+  recordRequest(method: string, route: string, status: number, seconds: number | undefined, errorCode: string | undefined): void
+  /** The text exposition format, with its content type. */
+  prometheus(): Promise<{ contentType: string; text: string }>
+  /** Consul's JSON form. */
+  consul(): Promise<unknown>
 }
 
 /** What the replication loop reports of itself (its leader-only, in-memory part; the rest is in the state). */

@@ -53,6 +53,42 @@ export interface RaftReplicaOptions {
   applyWaitMs?: number
   /** Checks a joining server's cluster address before it goes into the log (the problem, or undefined). Default: any. */
   addressCheck?: (address: string) => string | undefined
+  /** Where the time of each step goes (the agent's metrics); none: the clock is not read for it. */
+  timings?: ReplicaTimings
+}
+
+/**
+ * Histograms the driver reports into, in seconds of the environment's clock. Called inside the Ready loop once per
+ * batch (never per entry), so an observation must be a few arithmetic operations, never I/O.
+ */
+export interface ReplicaTimings {
+  /** Persisting one Ready's entries and hard state: one storage batch, synced when the Ready says so. */
+  append: { observe(seconds: number): void }
+  /** Applying one Ready's committed entries to the state. */
+  apply: { observe(seconds: number): void }
+  /** Taking a snapshot: syncing the state, recording it and compacting the log. */
+  snapshot: { observe(seconds: number): void }
+}
+
+/** Events the driver counts since it started, read by the agent's metrics when scraped. Only ever incremented. */
+export interface ReplicaCounts {
+  /** Times this node came to know a leader (itself included) after knowing another or none. */
+  leaderChanges: number
+  becameLeader: number
+  snapshotsTaken: number
+  snapshotsInstalled: number
+  /** Snapshots streamed to a follower in full (as leader). */
+  snapshotsSent: number
+}
+
+/** The leader's view of one other member's replication (RaftReplica.followers). */
+export interface FollowerView {
+  id: string
+  matchIndex: number
+  /** Entries of the leader's log the member does not hold yet. */
+  lagEntries: number
+  /** Milliseconds since the member last answered the leader. */
+  lastContactMs: number
 }
 
 /** A local proposal's answer: its apply result and the log index it was applied at. */
@@ -102,6 +138,7 @@ export class RaftReplica {
   private readonly requestHandlers = new Map<string, RequestHandler>()
   /** Aborted when the replica stops: loops that pause (joins, discovery, promotion) end at once. */
   private readonly stopping = new AbortController()
+  readonly counts: ReplicaCounts = { leaderChanges: 0, becameLeader: 0, snapshotsTaken: 0, snapshotsInstalled: 0, snapshotsSent: 0 }
 
   constructor(private readonly options: RaftReplicaOptions) {
     this.nodeName = options.nodeName
@@ -149,6 +186,7 @@ export class RaftReplica {
       snapshotMetadata: (index) => this.core.snapshotMetadata(index),
       offerSnapshot: (from, term, snapshot) => this.offerSnapshot(from, term, snapshot),
       reportSent: (to, ok) => {
+        if (ok) this.counts.snapshotsSent += 1
         this.core.reportSnapshot(to, ok)
         this.kick()
       },
@@ -225,21 +263,26 @@ export class RaftReplica {
     if (applied - last < this.options.snapshotThreshold) return
     const metadata = this.core.snapshotMetadata(applied)
     if (metadata === null) return
+    const startedAt = this.environment.now()
     // The state first: the log may be compacted only behind a state that a crash cannot take back.
     await this.state.sync()
     await this.storage.saveSnapshot(metadata)
+    this.counts.snapshotsTaken += 1
     // A snapshot from the leader accepted during those awaits replaces the whole log at the next Ready: nothing to
     // compact now (the driver simulation found this race, seed 0x550).
     if (this.core.pendingSnapshotIndex() !== null) return
     const compactTo = Math.min(this.core.snapshotSaved(metadata.index), this.transfer.compactionLimit())
     await this.storage.compact(compactTo)
+    this.options.timings?.snapshot.observe((this.environment.now() - startedAt) / 1000)
     this.log.debug({ index: metadata.index, compactedTo: compactTo }, 'snapshot taken, log compacted')
   }
 
   private async handleReady(ready: Ready): Promise<void> {
     if (ready.softState !== undefined) this.onSoftState(ready.softState.role, ready.softState.leader)
+    const timings = this.options.timings
     // 1. Persist before anything leaves (Thesis §3.8).
     if (ready.entries.length > 0 || ready.hardState !== undefined || ready.snapshot !== undefined) {
+      const persistStartedAt = timings === undefined ? 0 : this.environment.now()
       await this.storage.persist(
         {
           entries: ready.entries,
@@ -248,6 +291,7 @@ export class RaftReplica {
         },
         ready.mustSync,
       )
+      if (timings !== undefined) timings.append.observe((this.environment.now() - persistStartedAt) / 1000)
     }
     // 1a. A snapshot from the leader: staged while it streamed; the log now depends on it, so switch to it
     // (finishStateSwitch completes this at start if a crash interrupts it).
@@ -255,8 +299,12 @@ export class RaftReplica {
     // 2. Send. Loss is fine: Raft retries.
     for (const message of ready.messages) this.send(message)
     // 3. Apply, in order; then wake what waited for this node to catch up (once per Ready, not per entry).
+    const applyStartedAt = timings === undefined || ready.committedEntries.length === 0 ? 0 : this.environment.now()
     await this.state.applyEntries(ready.committedEntries, (entry, command, result) => this.afterApply(entry, command, result))
-    if (ready.committedEntries.length > 0) this.applied.release(this.state.lastApplied)
+    if (ready.committedEntries.length > 0) {
+      this.applied.release(this.state.lastApplied)
+      if (timings !== undefined) timings.apply.observe((this.environment.now() - applyStartedAt) / 1000)
+    }
     // 4. Confirmed reads: each waits until this node applied its read index.
     for (const readState of ready.readStates) {
       const waiter = this.reads.get(readState.context)
@@ -270,6 +318,7 @@ export class RaftReplica {
     assert(this.transfer.isStaged(snapshot.index), `the core installs a snapshot at ${snapshot.index} that was not staged`)
     await this.state.replace(switchToStagedState)
     this.transfer.installed()
+    this.counts.snapshotsInstalled += 1
     this.writes.skippedTo(snapshot.index)
     this.applied.release(this.state.lastApplied)
     await this.membershipChanges.loadAddresses()
@@ -296,6 +345,7 @@ export class RaftReplica {
     this.leaderId = leader
     if (changed) this.log.info({ role, leader, term: this.core.status().term }, leader === null ? 'no leader' : 'leader known')
     if (leader === null) return
+    if (changed) this.counts.leaderChanges += 1
     this.lastLeaderContactAt = this.environment.now()
     for (const waiter of this.leaderWaiters) waiter.resolve()
     this.leaderWaiters.clear()
@@ -303,6 +353,7 @@ export class RaftReplica {
     // from any leader of a later term is at least as recent, so a late answer to the first request is still safe.
     if (changed) for (const context of this.reads.keys()) this.core.readIndex(context)
     if (role === 'leader') {
+      this.counts.becameLeader += 1
       this.log.info({ term: this.core.status().term }, 'became leader')
       for (const listener of this.leadershipListeners) listener()
       this.membershipChanges.onBecomeLeader()
@@ -509,6 +560,23 @@ export class RaftReplica {
   /** Raft status for operators and tests. */
   status(): ReturnType<RaftCore['status']> {
     return this.core.status()
+  }
+
+  /** On the leader, how far each other member has replicated (for metrics); empty on any other server. */
+  followers(): FollowerView[] {
+    const status = this.core.status()
+    if (status.progress === undefined) return []
+    const followers: FollowerView[] = []
+    for (const [id, progress] of Object.entries(status.progress)) {
+      if (id === this.nodeName) continue
+      followers.push({
+        id,
+        matchIndex: progress.matchIndex,
+        lagEntries: Math.max(0, status.lastIndex - progress.matchIndex),
+        lastContactMs: Math.max(0, status.tick - progress.lastResponseTick) * this.tickMs,
+      })
+    }
+    return followers
   }
 
   /** The term of the entry at `index` in this server's log, entries not yet persisted included; for checkers. */
