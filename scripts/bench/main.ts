@@ -29,6 +29,7 @@ import { holdBaseline, RAISE_ULIMIT, wardenBlocking } from './workload-blocking.
 import { wardenCas } from './workload-cas.js'
 import { etcdFailoverTarget, failoverRounds, wardenFailoverTarget } from './workload-failover.js'
 import { wardenLinks } from './workload-links.js'
+import { wardenMetrics } from './workload-metrics.js'
 import { etcdRanges, koaBaseline, wardenReads } from './workload-reads.js'
 import { wardenScale } from './workload-scale.js'
 import { countFsyncs, etcdPuts, singleNodeWrites, tokenRecordBytes, wardenWrites } from './workload-writes.js'
@@ -92,6 +93,7 @@ function estimateSteps(options: Options, plan: Plan): number {
   if (selected(options, 'blocking')) steps += 2
   if (selected(options, 'failover')) steps += plan.failoverRounds + 2
   if (selected(options, 'links')) steps += 4 + 2 + plan.linksRounds * 6
+  if (selected(options, 'metrics')) steps += 2 + plan.linksRounds * 2
   if (options.scale !== undefined) steps += 6
   if (options.compareEtcd) steps += 1 + plan.writeConnections.length * 2 + 5 + plan.failoverRounds + 1
   return steps + 4 // cluster starts
@@ -175,6 +177,13 @@ async function runPhases(ctx: BenchContext): Promise<void> {
     for (const warden of [sealed, tls, unsealed, tlsHttps]) await warden.stop()
   }
 
+  if (selected(options, 'metrics')) {
+    // Writes with every node scraped each second against none, interleaved (workload-metrics.ts).
+    const scraped = await startWarden(ctx, 'warden ×3 (metrics)', 3)
+    await guard(ctx, 'metrics', () => wardenMetrics(ctx, scraped))
+    await scraped.stop()
+  }
+
   const scale = options.scale
   if (scale !== undefined && selected(options, 'scale')) {
     const fresh = await startWarden(ctx, 'warden ×3 (scale)', 3)
@@ -200,7 +209,7 @@ async function runPhases(ctx: BenchContext): Promise<void> {
 
 /** Rows grouped by workload in the order the workloads are listed, warden before etcd within each. */
 function sortRows(results: Results): void {
-  const order = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'links', 'scale']
+  const order = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'links', 'metrics', 'scale']
   const systemOrder = ['warden', 'etcd', 'koa', 'node']
   results.rows = results.rows
     .map((row, position) => ({ row, position }))

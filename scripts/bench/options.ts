@@ -2,7 +2,7 @@
  * Command line of `npm run bench`. Every workload runs unless --only names some; scale runs only when asked (by
  * --scale or --only scale), since a million tokens take many minutes to load.
  */
-export const WORKLOADS = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'failover', 'links', 'scale', 'resolve'] as const
+export const WORKLOADS = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'failover', 'links', 'metrics', 'scale', 'resolve'] as const
 export type WorkloadName = (typeof WORKLOADS)[number]
 
 export interface Options {
