@@ -12,7 +12,7 @@
  * links workload's (`--rounds`, default 5 of 5 s; 3 of 2 s with --quick). Every scrape must answer 200 with the
  * applied index in it, or the workload fails: a scraper that silently failed would measure nothing.
  */
-import { load, warmUp, type BenchContext, type LoadSpec } from './context.js'
+import { load, type BenchContext, type LoadSpec } from './context.js'
 import type { Row } from './results.js'
 import type { WardenCluster } from './warden.js'
 import { median } from './workload-links.js'
@@ -80,8 +80,10 @@ export async function wardenMetrics(ctx: BenchContext, warden: WardenCluster): P
     ],
     watched: warden.watched(),
   })
+  // A warm-up of one load's length even under --quick (whose warm-ups are none): the first round starts with the
+  // unscraped case, which would otherwise pay alone for the JIT and LevelDB's first compactions.
   ctx.progress.step('metrics: warm-up')
-  await warmUp(ctx, { ...target(), connections: CONNECTIONS })
+  await load(ctx, { ...target(), workload: 'metrics', system: 'warden', name: 'warm-up', cluster: warden.label, connections: CONNECTIONS, durationS: ctx.plan.linksLoadS, record: false })
 
   const rows = new Map<Case['key'], Row[]>([
     ['none', []],
