@@ -9,6 +9,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
+import { Client } from '../../src/api/index.js'
 import { readArchive } from '../../src/lib/snapshot-archive.js'
 import { runWarden } from '../cli/run.js'
 import { startAgent, type AgentProcess } from '../support/agent.js'
@@ -37,21 +38,26 @@ describe('snapshot save and inspect', function () {
   const count = async (path: string): Promise<number> => ((await agent.request('GET', path)).body as unknown[]).length
 
   it('streams the state as an archive at the index it names, every policy and token in it', async () => {
-    const answer = await fetch(`http://${agent.httpAddress}/v1/snapshot`, { headers: { 'X-Service-Token': agent.managementToken } })
-    expect(answer.status).to.equal(200)
-    expect(answer.headers.get('content-type')).to.equal('application/gzip')
-    const bytes = gunzipSync(Buffer.from(await answer.arrayBuffer()))
-    const keys: string[] = []
-    const { meta, end } = await readArchive(once(bytes), () => undefined, (pairs) => void keys.push(...pairs.map(([key]) => key)))
-    expect(meta.Index).to.equal(Number(answer.headers.get('X-Service-Index')))
-    expect(meta.Datacenter).to.equal('dc1')
-    expect(end.Records['policy']).to.equal(await count('/v1/acl/policies'))
-    expect(end.Records['token']).to.equal(await count('/v1/acl/tokens'))
-    expect(keys.filter((key) => key.startsWith('r\u0000policy\u0000')).length).to.equal(6)
-    // ?stale: this node's state as it is; the same records here, with one node.
-    const stale = await fetch(`http://${agent.httpAddress}/v1/snapshot?stale`, { headers: { 'X-Service-Token': agent.managementToken } })
-    expect(stale.status).to.equal(200)
-    await stale.arrayBuffer()
+    const client = new Client({ address: agent.httpAddress, token: agent.managementToken })
+    try {
+      const chunks: Buffer[] = []
+      const answered = await client.download('/v1/snapshot', (chunk) => void chunks.push(chunk))
+      const bytes = gunzipSync(Buffer.concat(chunks))
+      const keys: string[] = []
+      const { meta, end } = await readArchive(once(bytes), () => undefined, (pairs) => void keys.push(...pairs.map(([key]) => key)))
+      expect(meta.Index).to.equal(answered.index)
+      expect(meta.Datacenter).to.equal('dc1')
+      expect(end.Records['policy']).to.equal(await count('/v1/acl/policies'))
+      expect(end.Records['token']).to.equal(await count('/v1/acl/tokens'))
+      expect(keys.filter((key) => key.startsWith('r\u0000policy\u0000')).length).to.equal(6)
+      // ?stale: this node's state as it is; the same records here, with one node.
+      let staleBytes = 0
+      const stale = await client.download('/v1/snapshot', (chunk) => void (staleBytes += chunk.length), { consistency: 'stale' })
+      expect(stale.index).to.equal(answered.index)
+      expect(staleBytes).to.be.greaterThan(0)
+    } finally {
+      client.close()
+    }
   })
 
   it('needs acl:write: the anonymous token and a read-only token are refused', async () => {
