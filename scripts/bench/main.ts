@@ -9,6 +9,9 @@
  * links workload, whose four clusters run side by side so that its cases can be interleaved; it reports what the idle
  * ones took); every process started is stopped at the end, on failure and on Ctrl-C (children.ts).
  *
+ * The replication workload (--only replication, never in the default run) starts a federation of two datacenters of
+ * three nodes each (workload-replication.ts).
+ *
  *   npm run bench -- [--quick] [--only writes,reads] [--scale [N]] [--compare etcd] [--profile DIR] [--markdown] [--rounds N]
  */
 import { execFileSync, spawn } from 'node:child_process'
@@ -23,7 +26,7 @@ import { parseOptions, planFor, selected, USAGE, UsageError, type Options, type 
 import { Progress } from './progress.js'
 import { computeRatios, evaluateTargets, renderMarkdown, renderSummary, renderSvg, renderTable } from './report.js'
 import type { Machine, Results } from './results.js'
-import { WardenCluster, type StartOptions } from './warden.js'
+import { WardenCluster, WardenFederation, type StartOptions } from './warden.js'
 import { wardenAuthorized } from './workload-authorized.js'
 import { holdBaseline, RAISE_ULIMIT, wardenBlocking } from './workload-blocking.js'
 import { wardenCas } from './workload-cas.js'
@@ -31,6 +34,7 @@ import { etcdFailoverTarget, failoverRounds, wardenFailoverTarget } from './work
 import { wardenLinks } from './workload-links.js'
 import { wardenMetrics } from './workload-metrics.js'
 import { etcdRanges, koaBaseline, wardenReads } from './workload-reads.js'
+import { PRIMARY, SECONDARY, wardenReplication } from './workload-replication.js'
 import { wardenScale } from './workload-scale.js'
 import { countFsyncs, etcdPuts, singleNodeWrites, tokenRecordBytes, wardenWrites } from './workload-writes.js'
 
@@ -95,6 +99,7 @@ function estimateSteps(options: Options, plan: Plan): number {
   if (selected(options, 'links')) steps += 4 + 2 + plan.linksRounds * 6
   if (selected(options, 'metrics')) steps += 2 + plan.linksRounds * 2
   if (options.scale !== undefined) steps += 6
+  if (selected(options, 'replication')) steps += 8
   if (options.compareEtcd) steps += 1 + plan.writeConnections.length * 2 + 5 + plan.failoverRounds + 1
   return steps + 4 // cluster starts
 }
@@ -191,6 +196,16 @@ async function runPhases(ctx: BenchContext): Promise<void> {
     await fresh.stop()
   }
 
+  if (selected(options, 'replication')) {
+    ctx.progress.step(`starting warden ${PRIMARY}+${SECONDARY} (replication)`)
+    const federation = await WardenFederation.start(`warden ${PRIMARY}+${SECONDARY} ×3`, [PRIMARY, SECONDARY], 3, {
+      ...(options.profileDir === undefined ? {} : { profileDir: options.profileDir }),
+      viaProxy: options.viaProxy,
+    })
+    await guard(ctx, 'replication', () => wardenReplication(ctx, federation))
+    await federation.stop()
+  }
+
   if (options.compareEtcd) {
     const etcdBinary = findEtcd()
     if (etcdBinary === undefined) {
@@ -209,7 +224,7 @@ async function runPhases(ctx: BenchContext): Promise<void> {
 
 /** Rows grouped by workload in the order the workloads are listed, warden before etcd within each. */
 function sortRows(results: Results): void {
-  const order = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'links', 'metrics', 'scale']
+  const order = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'links', 'metrics', 'scale', 'replication']
   const systemOrder = ['warden', 'etcd', 'koa', 'node']
   results.rows = results.rows
     .map((row, position) => ({ row, position }))

@@ -4,7 +4,7 @@
  * throughput and p99, so no plotting dependency is needed).
  */
 import type { ProcessUsage } from './procfs.js'
-import { KOA_SAME_CLIENT, type LinksSummary, type Ratio, type Results, type Row, type Target } from './results.js'
+import { KOA_SAME_CLIENT, type LagFigures, type LatencyWindow, type LinksSummary, type Ratio, type ReplicationSummary, type Results, type Row, type Target } from './results.js'
 
 /** The issue's etcd figures on its reference machine, used only when etcd was not measured in this run. */
 const ISSUE_ETCD_PUT_RPS = 3_700
@@ -130,6 +130,46 @@ export function evaluateTargets(results: Results): Target[] {
       met: scale.loaded >= 1_000_000 ? rssMax < 500 && scale.restartToServingMs < 15_000 && scale.wipedCatchUpMs !== null && scale.wipedCatchUpMs < 120_000 : null,
     })
   }
+  if (results.replication !== undefined) targets.push(...replicationTargets(results.replication))
+  return targets
+}
+
+/** Issue 19's three targets. The initial replication's is judged only at its full size (110,000 objects). */
+function replicationTargets(replication: ReplicationSummary): Target[] {
+  const targets: Target[] = []
+  const { initial, localWrites, lag } = replication
+  const objects = initial.primaryPolicies + initial.primaryGlobalTokens
+  if (objects > 0) {
+    const done =
+      initial.seconds === null
+        ? `not done after ${initial.timeoutS} s (timed out${initial.indexSeconds === null ? '' : `; the indexes were reported at ${formatNumber(initial.indexSeconds)} s, the records were not all there`})`
+        : `${formatNumber(initial.seconds)} s (indexes reported: policies ${formatNumber(initial.policiesSeconds ?? Number.NaN)} s, tokens ${formatNumber(initial.tokensSeconds ?? Number.NaN)} s)`
+    targets.push({
+      target: 'issue 19: initial replication of 10,000 policies and 100,000 global tokens into an empty secondary < 60 s',
+      measured: `${objects.toLocaleString('en-US')} objects: ${done}`,
+      met: initial.seconds === null ? false : objects >= 110_000 ? initial.seconds < 60 : null,
+    })
+  }
+  if (localWrites.during.requests > 0) {
+    const { during, idle } = localWrites
+    targets.push({
+      target: "issue 19: secondary's local token creates, 16 conn: p99 during the initial replication ≤ 2× with replication idle",
+      measured:
+        `p99 ${formatNumber(during.p99Ms)} ms during (${formatNumber(during.rps)}/s) vs ` +
+        (idle === null || localWrites.p99Ratio === null ? 'idle not measured (the initial replication never finished)' : `${formatNumber(idle.p99Ms)} ms idle (${formatNumber(idle.rps)}/s) = ${localWrites.p99Ratio}×`),
+      met: localWrites.p99Ratio === null ? null : localWrites.p99Ratio <= 2,
+    })
+  }
+  if (lag !== null) {
+    const unseen = lag.all.samples - lag.all.seen
+    targets.push({
+      target: `issue 19: replication lag p99 < 1 s under ${lag.rate} global writes/s`,
+      measured:
+        `p50 ${formatNumber(lag.all.p50Ms)} ms, p99 ${formatNumber(lag.all.p99Ms)} ms over ${lag.all.seen} samples${unseen > 0 ? ` (${unseen} never seen)` : ''}, ` +
+        `at ${formatNumber(lag.achievedRate)} writes/s achieved`,
+      met: unseen === 0 && lag.all.seen > 0 && lag.all.p99Ms < 1_000 && lag.achievedRate >= 0.95 * lag.rate,
+    })
+  }
   return targets
 }
 
@@ -193,16 +233,61 @@ export function renderSummary(results: Results): string {
         `wiped node caught up in ${scale.wipedCatchUpMs ?? 'timeout'} ms; RSS after ${JSON.stringify(scale.rssAfterRestartMb)} MB${scale.rssFileAfterRestartMb === undefined ? '' : ` (of which mapped files: ${JSON.stringify(scale.rssFileAfterRestartMb)} MB)`}${scale.notes.length > 0 ? `; ${scale.notes.join('; ')}` : ''}`,
     )
   }
+  if (results.replication !== undefined) out.push(...renderReplication(results.replication))
   if (results.ratios.length > 0) {
     out.push('warden / etcd:')
     for (const ratio of results.ratios) out.push(`  ${ratio.what}: ${formatNumber(ratio.warden)} vs ${formatNumber(ratio.etcd)} ${ratio.unit} = ${ratio.ratio}×`)
   }
   if (results.targets.length > 0) {
-    out.push('targets (issue 8):')
+    out.push(`targets (${targetIssues(results)}):`)
     for (const target of results.targets) out.push(`  [${target.met === null ? ' ?  ' : target.met ? ' met' : 'MISS'}] ${target.target}: ${target.measured}`)
   }
   for (const skipped of results.skipped) out.push(`skipped: ${skipped}`)
   return out.join('\n')
+}
+
+/** Which issues the targets come from: issue 8's benchmark, and issue 19's replication when it ran. */
+function targetIssues(results: Results): string {
+  const issue19 = results.replication !== undefined
+  const issue8 = results.targets.some((target) => !target.target.startsWith('issue 19:'))
+  return issue8 && issue19 ? 'issues 8 and 19' : issue19 ? 'issue 19' : 'issue 8'
+}
+
+/** The replication workload (results.ts ReplicationSummary): a line per phase, its notes, the agents' warnings. */
+function renderReplication(replication: ReplicationSummary): string[] {
+  const { load, initial, localWrites, lag } = replication
+  const count = (value: number): string => value.toLocaleString('en-US')
+  const seconds = (value: number | null): string => (value === null ? 'not done' : `${formatNumber(value)} s`)
+  const window = (item: LatencyWindow): string =>
+    `p50 ${formatNumber(item.p50Ms)} ms p99 ${formatNumber(item.p99Ms)} ms (${formatNumber(item.p99AfterWarmUpMs)} ms without its first 2 s; ${formatNumber(item.rps)}/s over ${formatNumber(item.seconds)} s, ${item.errors} errors)`
+  const lagLine = (label: string, figures: LagFigures): string =>
+    `${label} p50 ${formatNumber(figures.p50Ms)} ms p99 ${formatNumber(figures.p99Ms)} ms max ${formatNumber(figures.maxMs)} ms (${figures.seen} of ${figures.samples} seen)`
+  const out = [
+    `replication, load: dc1 given ${count(load.policiesLoaded)} policies in ${load.policySeconds} s (${count(load.policyRate)}/s) and ${count(load.tokensLoaded)} global tokens in ${load.tokenSeconds} s (${count(load.tokenRate)}/s), ${load.errors} errors`,
+    `replication, initial: ${count(initial.primaryPolicies + initial.primaryGlobalTokens)} objects into an empty dc2 (leader ${initial.leaderAfterS} s after its nodes started): ` +
+      `${initial.seconds === null ? `not done after ${initial.timeoutS} s` : `${formatNumber(initial.seconds)} s`} from its leader (indexes reported: policies ${seconds(initial.policiesSeconds)}, tokens ${seconds(initial.tokensSeconds)}); ` +
+      `a dc2 follower (?stale) holds ${count(initial.secondaryPolicies)} policies and ${count(initial.secondaryGlobalTokens)} global tokens, dc1 ${count(initial.primaryPolicies)} and ${count(initial.primaryGlobalTokens)}` +
+      (initial.lastError === '' ? '' : `; dc2's last replication error: ${initial.lastError}`),
+    `replication, dc2 local token creates at ${localWrites.during.connections} conn: during the initial replication ${window(localWrites.during)}; ` +
+      (localWrites.idle === null
+        ? 'replication idle: not measured'
+        : `replication idle ${window(localWrites.idle)}; p99 ratio ${localWrites.p99Ratio}× (${Math.round((localWrites.during.p99AfterWarmUpMs / Math.max(0.1, localWrites.idle.p99AfterWarmUpMs)) * 100) / 100}× without the first 2 s)`),
+  ]
+  if (lag !== null) {
+    out.push(
+      `replication, lag at ${lag.rate} writes/s for ${lag.seconds} s (${count(lag.acknowledged)} of ${count(lag.writes)} acknowledged, ${formatNumber(lag.achievedRate)}/s, ${lag.errors} errors, write p99 ${formatNumber(lag.writeP99Ms)} ms from schedule): ` +
+        `${lagLine('all', lag.all)}; ${lagLine('token creates', lag.tokens)}; ${lagLine('token deletions', lag.deletions)}; ${lagLine('policy creates', lag.policies)}; dc2 leader's ReplicationLagSeconds at most ${lag.leaderReportedMaxS} s`,
+      `replication, lag p99 by ${lag.sliceS} s of the phase: ${lag.slices.map((slice) => `${formatNumber(slice.p99Ms)} ms${slice.seen < slice.samples ? ` (${slice.samples - slice.seen} unseen)` : ''}`).join(', ')}`,
+    )
+  }
+  out.push(`replication, phases (s into the workload): ${replication.phases.map((phase) => `${phase.phase} ${phase.atS}`).join(', ')}`)
+  for (const note of replication.notes) out.push(`replication, note: ${note}`)
+  const elections = replication.logged.filter((item) => item.level === 'info')
+  const problems = replication.logged.filter((item) => item.level !== 'info')
+  const when = (item: { count: number; firstS: number; lastS: number }): string => (item.count === 1 ? `at ${item.firstS} s` : `×${item.count}, ${item.firstS}–${item.lastS} s`)
+  if (elections.length > 0) out.push(`replication, elections won during the workload (dc2's first is its start): ${elections.map((item) => `${item.node} ${when(item)}`).join(', ')}`)
+  if (problems.length > 0) out.push(`replication, agents' warnings and errors: ${problems.slice(0, 8).map((item) => `${item.node} ${item.level} ${when(item)} "${item.msg}"`).join('; ')}`)
+  return out
 }
 
 /** The links workload's medians and costs (results.ts LinksSummary), two lines. */
@@ -228,7 +313,7 @@ export function renderMarkdown(results: Results): string {
     lines.push(`| ${row.workload} | ${row.name} | ${row.cluster} | ${row.connections} | ${formatNumber(row.rps)} | ${formatNumber(row.p50Ms)} | ${formatNumber(row.p99Ms)} | ${row.errors} | ${processSummary(row.processes)} |`)
   }
   if (results.targets.length > 0) {
-    lines.push('', '| Target (issue 8) | Measured | Met |', '|---|---|---|')
+    lines.push('', `| Target (${targetIssues(results)}) | Measured | Met |`, '|---|---|---|')
     for (const target of results.targets) lines.push(`| ${target.target} | ${target.measured} | ${target.met === null ? 'n/a' : target.met ? 'yes' : 'no'} |`)
   }
   return lines.join('\n')

@@ -136,6 +136,96 @@ export interface LinksSummary {
   idleClustersCpuPercentMax: number
 }
 
+/** One window of closed-loop requests (the replication workload's local token creates on the secondary). */
+export interface LatencyWindow {
+  connections: number
+  seconds: number
+  requests: number
+  rps: number
+  p50Ms: number
+  p99Ms: number
+  /** The p99 of the requests sent after the window's first seconds (workload-replication.ts WARM_UP_S). */
+  p99AfterWarmUpMs: number
+  errors: number
+}
+
+/** Replication lag of sampled writes: from the primary's acknowledgement to their effect on a secondary's follower. */
+export interface LagFigures {
+  samples: number
+  /** Samples seen on the secondary before the wait ran out; the percentiles are over these. */
+  seen: number
+  p50Ms: number
+  p99Ms: number
+  maxMs: number
+}
+
+/**
+ * The replication workload (issue 19): dc1 (primary) and dc2 (secondary) of three nodes each. Phase A: dc1 loaded,
+ * then dc2 started empty and timed until its follower reports every object replicated, with local token creates on
+ * dc2's leader meanwhile and again once replication is idle. Phase B: replication lag under a steady write rate.
+ */
+export interface ReplicationSummary {
+  /** When the workload began (after the federation's start); the times below are seconds from it. */
+  startedAt: string
+  /** Each phase's start. */
+  phases: Array<{ phase: string; atS: number }>
+  /** Objects asked for in the primary before the secondary starts. */
+  policies: number
+  tokens: number
+  load: { policiesLoaded: number; policySeconds: number; policyRate: number; tokensLoaded: number; tokenSeconds: number; tokenRate: number; errors: number }
+  initial: {
+    /** The indexes of the primary's policy and token lists (X-Service-Index) the secondary must reach. */
+    primaryPolicyIndex: number
+    primaryTokenIndex: number
+    primaryPolicies: number
+    primaryGlobalTokens: number
+    /** From dc2's nodes started to a leader named by a majority of them. */
+    leaderAfterS: number
+    /** From dc2 having a leader to its follower reporting both indexes replicated; null: not within timeoutS. */
+    indexSeconds: number | null
+    /**
+     * From dc2 having a leader to its follower holding everything: the indexes reported and the counts equal to dc1's
+     * (later than indexSeconds only when the indexes claimed more than the follower held); null: not within timeoutS.
+     */
+    seconds: number | null
+    policiesSeconds: number | null
+    tokensSeconds: number | null
+    timeoutS: number
+    /** Counted on a dc2 follower with ?stale once it was done (or had given up). */
+    secondaryPolicies: number
+    secondaryGlobalTokens: number
+    /** dc2 leader's LastErrorMessage at the end of the phase, when newer than its LastSuccess. */
+    lastError: string
+  }
+  /** Local token creates on dc2's leader: during the initial replication, then as long with replication idle. */
+  localWrites: { during: LatencyWindow; idle: LatencyWindow | null; p99Ratio: number | null }
+  lag: {
+    /** Writes a second asked for (open loop, paced by a schedule), and for how long. */
+    rate: number
+    seconds: number
+    writes: number
+    acknowledged: number
+    errors: number
+    achievedRate: number
+    /** Latency of the writes measured from their scheduled time. */
+    writeP50Ms: number
+    writeP99Ms: number
+    all: LagFigures
+    /** Token creates (seen: 200), token deletions (seen: 404), policy creates. */
+    tokens: LagFigures
+    deletions: LagFigures
+    policies: LagFigures
+    /** p99 of the samples acknowledged in each slice of `sliceS` seconds of the phase (from `fromS` s into it). */
+    sliceS: number
+    slices: Array<{ fromS: number; samples: number; seen: number; p99Ms: number }>
+    /** The most ReplicationLagSeconds dc2's leader reported while the writes ran (its own measure). */
+    leaderReportedMaxS: number
+  } | null
+  /** Warnings and errors the six agents logged during the workload, by message, and the elections they won ('info'). */
+  logged: Array<{ node: string; level: string; msg: string; count: number; firstS: number; lastS: number }>
+  notes: string[]
+}
+
 export interface TokenResolution {
   tokens: number
   checkNsPerCall: number
@@ -184,6 +274,7 @@ export interface Results {
   tokenResolution?: TokenResolution
   fsync?: FsyncSummary
   links?: LinksSummary
+  replication?: ReplicationSummary
   ratios: Ratio[]
   targets: Target[]
   skipped: string[]
