@@ -36,8 +36,9 @@ const WAIT_MS = 5 * 60_000
 /** A full walk at least this often, whatever the deltas say: the walk repairs anything the deltas missed. */
 export const FULL_WALK_EVERY_MS = 10 * 60_000
 /**
- * Records a batch carries at most. Small, so that applying one (on every node of the secondary) stalls its own writes
- * for a few milliseconds only: 64 tokens apply in about 3 ms, 256 in about 12 (docs/benchmarks.md, replication).
+ * Records a batch carries at most. Small, because a batch applies on every node of the secondary in one turn of its
+ * loop, and its own writes wait behind it: with 256, their p99 during an initial sync was 3.5 times the idle one; with
+ * 64, 1.6 times (docs/benchmarks.md, replication).
  */
 export const UPSERTS_MAX = 64
 /** Records a page of a walk carries at most (the primary's default is 2,000): about 300 KB of tokens to parse at once. */
