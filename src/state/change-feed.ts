@@ -4,10 +4,12 @@
  * changed since its last round instead of listing every record (issue 19: a round under steady writes would
  * otherwise read 100,000 tokens to find fifty).
  *
- * The feed is complete from `from` on: every change applied with an index above it is in it, deletions included (a
- * record key changed and now missing was deleted). It starts at the applied index when it is made, restarts after a
- * snapshot replaced the state, and forgets its oldest changes beyond CHANGES_MAX, raising `from`; a secondary whose
- * index is below `from` lists everything instead (the full walk). Nothing of it is replicated or written to disk: it
+ * The feed is complete, for each table, above that table's `from`: every change of the table applied with an index
+ * above it is in it, deletions included (a record key changed and now missing was deleted). It starts at the applied
+ * index when it is made, restarts after a snapshot replaced the state, and forgets its oldest changes beyond
+ * CHANGES_MAX, raising the `from` of the table each forgotten change was of: a busy table (100,000 token creates)
+ * does not push a quiet one (policies) out of reach. A secondary whose index is below a table's `from` lists that
+ * table's records instead (the full walk). Nothing of it is replicated or written to disk: it
  * is this server's memory, which is why the answer says whether it covers the index asked for.
  */
 import type { Table } from './keys.js'
@@ -27,8 +29,10 @@ interface Change {
 }
 
 export class ChangeFeed {
-  /** Every change with an index above this one is remembered. */
+  /** Every change with an index above this one is remembered, whatever its table. */
   private fromIndex: number
+  /** Per table, every change of it above this index is remembered (at least fromIndex). */
+  private readonly fromByTable = new Map<Table, number>()
   private changes: Change[] = []
   /** The first live position of `changes`: dropping from the front is a move of this, compacted now and then. */
   private head = 0
@@ -43,12 +47,14 @@ export class ChangeFeed {
       this.changes = []
       this.head = 0
       this.fromIndex = store.lastApplied
+      this.fromByTable.clear()
     })
   }
 
-  /** The index from which on the feed is complete. */
-  get from(): number {
-    return this.fromIndex
+  /** The index above which the feed is complete for `table` (for every table when none is named). */
+  from(table?: Table): number {
+    if (table !== undefined) return Math.max(this.fromIndex, this.fromByTable.get(table) ?? 0)
+    return Math.max(this.fromIndex, ...this.fromByTable.values())
   }
 
   /**
@@ -56,7 +62,7 @@ export class ChangeFeed {
    * when the feed does not reach back that far or more than `max` records changed.
    */
   changedSince(table: Table, index: number, max = Number.POSITIVE_INFINITY): string[] | undefined {
-    if (index < this.fromIndex) return undefined
+    if (index < this.from(table)) return undefined
     const keys = new Set<string>()
     // From the newest back to the first change after `index`: the changes are in index order.
     for (let position = this.changes.length - 1; position >= this.head; position--) {
@@ -78,8 +84,9 @@ export class ChangeFeed {
       this.changes.push({ index, table, key: full.slice(recordPrefix(table).length) })
     }
     while (this.changes.length - this.head > this.max) {
-      // Forgetting a change forgets its index: the feed is complete only above it from now on.
-      this.fromIndex = Math.max(this.fromIndex, this.changes[this.head]!.index)
+      // Forgetting a change forgets its index: the feed is complete for its table only above it from now on.
+      const forgotten = this.changes[this.head]!
+      this.fromByTable.set(forgotten.table, Math.max(this.fromByTable.get(forgotten.table) ?? 0, forgotten.index))
       this.head++
     }
     if (this.head > 4096 && this.head * 2 > this.changes.length) {

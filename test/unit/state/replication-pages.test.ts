@@ -102,6 +102,18 @@ describe('replication pages and the change feed', function () {
     expect(deltaPage(store.db, feed, 'roles', since)?.Records).to.deep.equal([])
   })
 
+  it("keeps a quiet table's changes within reach while a busy one's overflow the feed", async () => {
+    const quiet = await apply(commands.policyCreate(policy(1)))
+    for (let n = 1; n <= 25; n++) await apply(commands.tokenCreate(buildTokenCreate({ AccessorID: uuid(0xa, n), SecretID: uuid(5, n), CreateTime: NOW })))
+    // Ten changes kept, 26 made: the policy's change and fifteen token changes were forgotten.
+    expect(feed.from('token')).to.be.greaterThan(quiet)
+    expect(deltaPage(store.db, feed, 'tokens', quiet)).to.equal(undefined)
+    // The policy table's last forgotten change is the one at `quiet`: everything after it is known, nothing happened.
+    expect(feed.from('policy')).to.equal(quiet)
+    expect(deltaPage(store.db, feed, 'policies', quiet)).to.deep.equal({ Mode: 'delta', Records: [], Deleted: [], Next: '' })
+    expect(deltaPage(store.db, feed, 'policies', quiet - 1)).to.equal(undefined)
+  })
+
   it('gives way to the walk when the feed does not reach back: before it started, beyond what it keeps, after a restore', async () => {
     const before = await apply(commands.policyCreate(policy(1)))
     const late = new ChangeFeed(store, 4)
@@ -109,12 +121,14 @@ describe('replication pages and the change feed', function () {
     expect(deltaPage(store.db, late, 'policies', before)?.Records).to.deep.equal([])
     for (let n = 2; n <= 6; n++) await apply(commands.policyCreate(policy(n)))
     // Five changes, four kept: the oldest one's index is where the feed now starts.
-    expect(late.from).to.equal(before + 1)
+    expect(late.from()).to.equal(before + 1)
     expect(deltaPage(store.db, late, 'policies', before)).to.equal(undefined)
     expect(deltaPage(store.db, late, 'policies', before + 1)?.Records.map((item) => item.Record?.['Name'])).to.deep.equal(['policy-3', 'policy-4', 'policy-5', 'policy-6'])
+    // Forgetting policy changes does not put roles out of reach: none of theirs was forgotten.
+    expect(late.from('role')).to.equal(before)
     // A restored state is all new: the feed starts again at its applied index.
     for (const listener of store.resetListeners) listener()
-    expect(late.from).to.equal(store.lastApplied)
+    expect(late.from()).to.equal(store.lastApplied)
     expect(deltaPage(store.db, late, 'policies', before + 1)).to.equal(undefined)
   })
 })
