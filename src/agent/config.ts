@@ -489,9 +489,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
     initialManagementToken,
     replication: {
       token: text('acl.tokens.replication'),
-      // Records a second (Consul counts Raft applies of up to ~256 KB, 100 a second): 5,000 brings 110,000 records over
-      // in about 22 s while the secondary's own writes keep their latency (docs/benchmarks.md, replication).
-      applyRate: positiveInteger('acl.replication_apply_limit', settings.get('acl.replication_apply_limit'), 5_000, 'records a second', 1),
+      // Records a second (Consul counts Raft applies of up to ~256 KB, 100 a second): 3,500 brought 110,000 records over
+      // in 40 s with the secondary's own writes at 1.7 times their idle p99; 5,000 took 33 s at 1.7 to 2.1 times
+      // (docs/benchmarks.md, replication).
+      applyRate: positiveInteger('acl.replication_apply_limit', settings.get('acl.replication_apply_limit'), 3_500, 'records a second', 1),
       // Rounds a second per stream, and how many may run back to back (Consul: 1 and 5). A round under steady writes
       // reads only what changed, so ten a second keep the lag near 100 ms.
       rate: positiveInteger('acl.replication_rate', settings.get('acl.replication_rate'), 10, 'rounds a second', 1),

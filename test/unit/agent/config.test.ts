@@ -292,7 +292,7 @@ describe('agent/config', () => {
 
   describe('replication settings', () => {
     it('token replication is on unless turned off by flag or file; the apply limit is a positive whole number', async () => {
-      expect(load([]).replication).to.deep.include({ tokens: true, applyRate: 5000, rate: 10, burst: 20, readYourWritesWaitMs: 5000, token: undefined })
+      expect(load([]).replication).to.deep.include({ tokens: true, applyRate: 3500, rate: 10, burst: 20, readYourWritesWaitMs: 5000, token: undefined })
       expect(load(['--enable-token-replication', 'false']).replication.tokens).to.equal(false)
       expect(refusal(['--enable-token-replication', 'no'])).to.equal('--enable-token-replication: must be true or false')
       expect(load([], { WARDEN_ACL_REPLICATION_TOKEN: 'abc' }).replication.token).to.equal('abc')
