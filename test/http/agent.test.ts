@@ -5,24 +5,9 @@
  * ACL denial.
  */
 import { expect } from 'chai'
+import type { ConsulGauge as Gauge, ConsulSampled as Sampled } from '../../src/metrics/consul-json.js'
 import { startAgent, type AgentProcess } from '../support/agent.js'
 
-interface Gauge {
-  Name: string
-  Value: number
-  Labels: Record<string, string>
-}
-interface Sampled {
-  Name: string
-  Count: number
-  Rate: number
-  Sum: number
-  Min: number
-  Max: number
-  Mean: number
-  Stddev: number
-  Labels: Record<string, string>
-}
 
 function gaugeValue(body: { Gauges: Gauge[] }, name: string, labels: Record<string, string> = {}): number | undefined {
   return body.Gauges.find((gauge) => gauge.Name === name && JSON.stringify(gauge.Labels) === JSON.stringify(labels))?.Value
