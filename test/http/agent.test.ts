@@ -8,7 +8,6 @@ import { expect } from 'chai'
 import type { ConsulGauge as Gauge, ConsulSampled as Sampled } from '../../src/metrics/consul-json.js'
 import { startAgent, type AgentProcess } from '../support/agent.js'
 
-
 function gaugeValue(body: { Gauges: Gauge[] }, name: string, labels: Record<string, string> = {}): number | undefined {
   return body.Gauges.find((gauge) => gauge.Name === name && JSON.stringify(gauge.Labels) === JSON.stringify(labels))?.Value
 }
