@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { eventually } from '../cluster/eventually.js'
 import { startAgent, type AgentProcess } from '../support/agent.js'
 
-describe('replication review', function () {
+describe('replication rounds between two datacenters', function () {
   this.timeout(120_000)
   const key = randomBytes(32).toString('base64')
   const MANAGEMENT = 'a1b2c3d4-0000-4000-8000-00000000beef'
@@ -44,7 +44,7 @@ describe('replication review', function () {
 
   it("a secondary's first round after its restart (a new leadership) keeps every record the primary still has", async () => {
     const dc1 = await primary()
-    const dataDir = await mkdtemp(join(tmpdir(), 'warden-review-dc2-'))
+    const dataDir = await mkdtemp(join(tmpdir(), 'warden-repl-dc2-'))
     dirs.push(dataDir)
     let dc2 = await secondary(dc1, dataDir)
     const policy = await dc1.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'kept-policy', Rules: '' } })

@@ -48,10 +48,10 @@ function primaryForwarder(primary: ReplicaFixture, hook: Hook): DatacenterForwar
   return { forward } as unknown as DatacenterForwarder
 }
 
-describe('replication review: the replicator', function () {
+describe('the replicator against a primary served in process', function () {
   this.timeout(60_000)
-  const primary = useReplica('warden-review-dc1-')
-  const secondary = useReplica('warden-review-dc2-')
+  const primary = useReplica('warden-repl-dc1-')
+  const secondary = useReplica('warden-repl-dc2-')
   const replicators: AclReplicator[] = []
 
   afterEach(async () => {
