@@ -340,7 +340,9 @@ export class AclReplicator {
         remoteIndex: last ? remoteIndex : replicated,
         now: new Date(this.now()).toISOString(),
       } as Command
-      const result = await this.cluster.propose(command)
+      // Never forwarded: a deposed leader's batch, built from what it read a moment ago, would land after the new
+      // leader's newer ones.
+      const result = await this.cluster.propose(command, { leaderOnly: true })
       if (!result.ok) throw new Error(`a replication batch was refused: ${result.error.message}`)
     }
   }

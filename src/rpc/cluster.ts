@@ -32,14 +32,23 @@ export interface ServerView {
   alive: boolean
 }
 
+export interface ProposeOptions {
+  /**
+   * Only as this node, while it leads: never forwarded to another leader, never tried again after a leadership
+   * change (no_leader). For work only the leader does, decided from what it saw as leader: the ACL replication's
+   * batches, which a deposed leader would otherwise send to the new one to be applied after the new one's newer batches.
+   */
+  leaderOnly?: boolean
+}
+
 export interface Cluster {
   /**
    * Resolves after the command is committed and applied on this node, with the apply result. Rejects with a
    * WardenError: no_leader (not applied, safe to retry) or outcome_unknown (it may have been applied).
    */
-  propose(command: Command): Promise<ApplyResult>
+  propose(command: Command, options?: ProposeOptions): Promise<ApplyResult>
   /** As propose, with the log index the command was committed at (the audit log records it). */
-  proposeIndexed(command: Command): Promise<{ result: ApplyResult; index: number }>
+  proposeIndexed(command: Command, options?: ProposeOptions): Promise<{ result: ApplyResult; index: number }>
   /** The leader's advertised cluster address, "" while there is none. */
   leaderAddress(): string
   /** Cluster addresses of every member. */
