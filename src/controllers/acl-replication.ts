@@ -24,11 +24,12 @@ import { TokenBucket } from '../lib/token-bucket.js'
 import type { Cluster } from '../rpc/index.js'
 import type { DatacenterForwarder, ForwardedAnswer } from '../rpc/dc-forward.js'
 import { COMMAND_VERSION, type Command, type ConfigEntryWrite, type PolicyWrite, type RoleWrite, type TokenCreate } from '../state/commands.js'
-import { configSpec, getRecord, listRecords, policySpec, roleSpec, tokenSpec } from '../state/tables.js'
+import { configSpec, getByUnique, getRecord, listRecords, policySpec, roleSpec, tokenSpec } from '../state/tables.js'
+import { REPLICATED_ITEMS_MAX } from '../state/validate.js'
 import { configEntryKey } from '../state/config-entries.js'
 import { configContentHash, type StreamItem, type StreamPage } from '../state/replication-pages.js'
 import { configDeleteAddress, configDeleteKey, LOCAL_CONFIG_KINDS, replicationRecords, REPLICATED_STREAMS, type ReplicatedStream } from '../state/replication.js'
-import { recordPrefix } from '../state/keys.js'
+import { nsKey, recordPrefix } from '../state/keys.js'
 import type { StateStore } from '../state/store.js'
 
 /** The blocking wait of a round, as Consul's replication (which waits up to 5 min). */
@@ -177,11 +178,17 @@ export class AclReplicator {
     }
     if (first.body.Mode === 'full') return this.walk(stream, replicated, replicated, first)
     const upserts: Upsert[] = []
-    for (const item of first.body.Records) if (item.Record !== undefined && (await this.differs(stream, item))) upserts.push(commandRecord(stream, item.Record))
+    const renames: Upsert[] = []
+    for (const item of first.body.Records) {
+      if (item.Record === undefined || !(await this.differs(stream, item))) continue
+      const upsert = commandRecord(stream, item.Record)
+      if (await this.renames(stream, upsert)) renames.push(upsert)
+      else upserts.push(upsert)
+    }
     const deletes: string[] = []
     for (const id of first.body.Deleted) if ((await this.localHash(stream, id)) !== undefined) deletes.push(id)
-    await this.apply(stream, upserts, deletes, first.index, replicated)
-    this.logApplied(stream, upserts.length, deletes.length, first.index)
+    await this.apply(stream, upserts, deletes, first.index, replicated, renames)
+    this.logApplied(stream, upserts.length + renames.length, deletes.length, first.index)
     this.behindSince.delete(stream)
     return first.index
   }
@@ -204,6 +211,8 @@ export class AclReplicator {
       return this.walk(stream, 0, replicated)
     }
     const listed = new Set<string>()
+    // Held back to the last batch, all in one: records whose names move (swapped between pages, say).
+    const renames: Upsert[] = []
     let pending: Upsert[] = []
     let upserted = 0
     let unbodied = 0
@@ -211,8 +220,13 @@ export class AclReplicator {
       for (const item of page.body.Records) {
         listed.add(item.ID)
         if (!(await this.differs(stream, item))) continue
-        if (item.Record === undefined) unbodied += 1
-        else pending.push(commandRecord(stream, item.Record))
+        if (item.Record === undefined) {
+          unbodied += 1
+          continue
+        }
+        const upsert = commandRecord(stream, item.Record)
+        if (await this.renames(stream, upsert)) renames.push(upsert)
+        else pending.push(upsert)
       }
       if (pending.length >= UPSERTS_MAX) {
         await this.apply(stream, pending, [], replicated, replicated)
@@ -227,8 +241,8 @@ export class AclReplicator {
     }
     const deletes = (await this.localIds(stream)).filter((id) => !listed.has(id))
     const complete = unbodied === 0
-    await this.apply(stream, pending, deletes, complete ? remoteIndex : replicated, replicated)
-    upserted += pending.length
+    await this.apply(stream, pending, deletes, complete ? remoteIndex : replicated, replicated, renames)
+    upserted += pending.length + renames.length
     this.logApplied(stream, upserted, deletes.length, remoteIndex)
     // The walk's bookkeeping changes only once it has gone through: a walk that failed is tried again at once.
     this.walkDueAt.set(stream, startedAt + FULL_WALK_EVERY_MS)
@@ -240,6 +254,18 @@ export class AclReplicator {
     this.wholeNext.delete(stream)
     this.behindSince.delete(stream)
     return remoteIndex
+  }
+
+  /** Whether applying `upsert` moves a name: its own changes, or another record here holds the one it takes. */
+  private async renames(stream: ReplicatedStream, upsert: Upsert): Promise<boolean> {
+    if (stream !== 'policies' && stream !== 'roles') return false
+    const record = upsert as PolicyWrite | RoleWrite
+    const reader = this.state.reader
+    const existing = stream === 'policies' ? await getRecord(reader, policySpec, record.ID) : await getRecord(reader, roleSpec, record.ID)
+    if (existing !== undefined && (existing.Name !== record.Name || existing.Namespace !== record.Namespace)) return true
+    const name = nsKey(record.Namespace, record.Name)
+    const holder = stream === 'policies' ? await getByUnique(reader, policySpec, 'name', name) : await getByUnique(reader, roleSpec, 'name', name)
+    return holder !== undefined && holder.ID !== record.ID
   }
 
   /**
@@ -298,24 +324,34 @@ export class AclReplicator {
   }
 
   /** Proposes the changes in bounded, paced batches; the last one records `remoteIndex`. */
-  private async apply(stream: ReplicatedStream, upserts: Array<PolicyWrite | RoleWrite | TokenCreate | ConfigEntryWrite>, deletes: string[], remoteIndex: number, replicated: number): Promise<void> {
-    const batches: Array<{ upserts: Array<PolicyWrite | RoleWrite | TokenCreate | ConfigEntryWrite>; deletes: string[] }> = []
+  /**
+   * Proposes the changes in bounded, paced batches; the last one records `remoteIndex`. `renames` (records whose name
+   * another record holds here, or whose own name moves) go together in one batch, bounded by bytes only: applied one
+   * by one, the first of two records swapping names would drop the other (its name's holder) until a later batch
+   * brought it back, and tokens linked to it would lose its rules meanwhile.
+   */
+  private async apply(stream: ReplicatedStream, upserts: Upsert[], deletes: string[], remoteIndex: number, replicated: number, renames: Upsert[] = []): Promise<void> {
+    const batches: Array<{ upserts: Upsert[]; deletes: string[] }> = []
     for (let start = 0; start < deletes.length; start += DELETES_MAX) batches.push({ upserts: [], deletes: deletes.slice(start, start + DELETES_MAX) })
     // At most UPSERTS_MAX records and UPSERT_BYTES_MAX bytes (as JSON, about what msgpack takes) a batch: a config
     // entry may be 1 MiB, and a command larger than a peer frame (8 MiB) could never replicate.
-    let batch: Array<PolicyWrite | RoleWrite | TokenCreate | ConfigEntryWrite> = []
-    let bytes = 0
-    for (const upsert of upserts) {
-      const size = JSON.stringify(upsert).length
-      if (batch.length > 0 && (batch.length >= UPSERTS_MAX || bytes + size > UPSERT_BYTES_MAX)) {
-        batches.push({ upserts: batch, deletes: [] })
-        batch = []
-        bytes = 0
+    const group = (records: Upsert[], countMax: number): void => {
+      let batch: Upsert[] = []
+      let bytes = 0
+      for (const upsert of records) {
+        const size = JSON.stringify(upsert).length
+        if (batch.length > 0 && (batch.length >= countMax || bytes + size > UPSERT_BYTES_MAX)) {
+          batches.push({ upserts: batch, deletes: [] })
+          batch = []
+          bytes = 0
+        }
+        batch.push(upsert)
+        bytes += size
       }
-      batch.push(upsert)
-      bytes += size
+      if (batch.length > 0) batches.push({ upserts: batch, deletes: [] })
     }
-    if (batch.length > 0) batches.push({ upserts: batch, deletes: [] })
+    group(renames, REPLICATED_ITEMS_MAX)
+    group(upserts, UPSERTS_MAX)
     // Nothing to change but the index moved: one empty batch records it, so a new leader need not diff again.
     if (batches.length === 0 && remoteIndex !== replicated) batches.push({ upserts: [], deletes: [] })
     for (const [position, batch] of batches.entries()) {

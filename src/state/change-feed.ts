@@ -58,8 +58,8 @@ export class ChangeFeed {
   }
 
   /**
-   * The keys of `table`'s records changed after `index` (each once, in the order of their last change), or undefined
-   * when the feed does not reach back that far or more than `max` records changed.
+   * The keys of `table`'s records changed after `index` (each once, in the order of their first change after it), or
+   * undefined when the feed does not reach back that far or more than `max` records changed.
    */
   changedSince(table: Table, index: number, max = Number.POSITIVE_INFINITY): string[] | undefined {
     if (index < this.from(table)) return undefined

@@ -18,6 +18,7 @@ import type { PolicyWrite } from '../../../src/state/commands.js'
 import { PAGE_ITEMS_DEFAULT, replicationPage, STREAM_TABLES } from '../../../src/state/replication-pages.js'
 import { replicationRecords, type ReplicatedStream } from '../../../src/state/replication.js'
 import { getRecord, policySpec } from '../../../src/state/tables.js'
+import { recordKey } from '../../../src/state/keys.js'
 import type { ReplicaFixture } from '../../support/state.js'
 import { commands, useReplica } from '../../support/state.js'
 
@@ -151,5 +152,44 @@ describe('the replicator against a primary served in process', function () {
     // The primary holds B (named "x") throughout; nothing deleted it there.
     expect((await getRecord(primary.state.reader, policySpec, b))?.Name).to.equal('x')
     expect(await heldHere(b), 'B in the secondary').to.equal('x')
+  })
+
+  it('two policies swapping names are never missing in the secondary, even with many changes between them', async () => {
+    const a = uuid('a', 1)
+    const b = uuid('b', 1)
+    expect((await primary.replica.propose(commands.policyCreate(policy(a, 'first')))).ok).to.equal(true)
+    expect((await primary.replica.propose(commands.policyCreate(policy(b, 'second')))).ok).to.equal(true)
+    const fillers = Array.from({ length: 70 }, (_, n) => uuid('9', n + 1))
+    for (const [n, id] of fillers.entries()) expect((await primary.replica.propose(commands.policyCreate(policy(id, `filler-${n}`)))).ok).to.equal(true)
+    // The policies' blocking rounds wait at this gate while the primary changes, so one delta sees every change.
+    let openGate: () => void = () => undefined
+    let gate: Promise<void> = Promise.resolve()
+    replicate(async ({ stream, index }) => {
+      if (stream === 'policies' && index !== undefined) await gate
+    })
+    const deadline = Date.now() + 8_000
+    while (Date.now() < deadline && (await heldHere(fillers.at(-1)!)) === undefined) await settle(50)
+    expect(await heldHere(b)).to.equal('second')
+    gate = new Promise((resolve) => (openGate = resolve))
+    await settle(300)
+    // Watched from here on: after every command the secondary applies, both are there.
+    const missing: string[] = []
+    const present = (id: string): boolean => secondary.state.db.getSync(recordKey('policy', id)) !== undefined
+    secondary.state.changeListeners.add(() => {
+      for (const id of [a, b]) if (!present(id)) missing.push(id)
+    })
+    // At the primary: B moves aside, seventy other changes, A takes B's name, B takes A's old one. A delta lists
+    // records in the order of their first change: B, the others, A, more than a batch (64) apart. In the secondary
+    // B then takes "first", which A still holds there.
+    expect((await primary.replica.propose(commands.policyUpdate(policy(b, 'aside')))).ok).to.equal(true)
+    for (const [n, id] of fillers.entries()) expect((await primary.replica.propose(commands.policyUpdate(policy(id, `filler-${n}`, { Description: 'changed' })))).ok).to.equal(true)
+    expect((await primary.replica.propose(commands.policyUpdate(policy(a, 'second')))).ok).to.equal(true)
+    expect((await primary.replica.propose(commands.policyUpdate(policy(b, 'first')))).ok).to.equal(true)
+    openGate()
+    const until = Date.now() + 8_000
+    while (Date.now() < until && (await heldHere(a)) !== 'second') await settle(50)
+    expect(await heldHere(a)).to.equal('second')
+    expect(await heldHere(b)).to.equal('first')
+    expect(missing, 'a policy the primary held throughout, missing in the secondary after a batch').to.deep.equal([])
   })
 })
