@@ -47,6 +47,13 @@ export interface RaftReplicaOptions {
   electionTimeoutMs: number
   /** Applied entries after which the node snapshots its state and compacts its log. */
   snapshotThreshold: number
+  /**
+   * Bytes of entries appended since the last snapshot after which the node snapshots anyway (SNAPSHOT_BYTES_DEFAULT):
+   * the log since the last compaction is mirrored in memory, and 8,192 entries of up to 1 MiB each would be 8 GiB.
+   */
+  snapshotBytesThreshold?: number
+  /** Bytes of entries kept behind a snapshot for followers slightly behind, at most (TRAILING_BYTES_DEFAULT). */
+  trailingBytesMax?: number
   /** How long a write or a read waits for a leader before failing with no_leader. */
   leaderWaitMs?: number
   /** How long a write waits for its entry to be applied before its outcome is unknown. */
@@ -101,6 +108,16 @@ export type RequestHandler = (from: string, request: Record<string, unknown>) =>
 
 /** Bound on proposals waiting for their entries to apply, and on reads waiting for this node to catch up. */
 export const WAITING_MAX = 16_384
+/** Bytes appended since the last snapshot after which a node snapshots, whatever the count of entries. */
+export const SNAPSHOT_BYTES_DEFAULT = 64 * 1024 * 1024
+/** Bytes of entries kept behind a snapshot at most, for followers slightly behind. */
+export const TRAILING_BYTES_DEFAULT = 16 * 1024 * 1024
+
+function entryBytes(entries: readonly Entry[]): number {
+  let bytes = 0
+  for (const entry of entries) bytes += entry.data.length
+  return bytes
+}
 
 export class RaftReplica {
   readonly nodeName: string
@@ -138,6 +155,8 @@ export class RaftReplica {
   private readonly requestHandlers = new Map<string, RequestHandler>()
   /** Aborted when the replica stops: loops that pause (joins, discovery, promotion) end at once. */
   private readonly stopping = new AbortController()
+  /** Bytes of the entries held in the log's in-memory mirror since its last compaction (about: what was appended). */
+  private appendedBytes = 0
   readonly counts: ReplicaCounts = { leaderChanges: 0, becameLeader: 0, snapshotsTaken: 0, snapshotsInstalled: 0, snapshotsSent: 0 }
 
   constructor(private readonly options: RaftReplicaOptions) {
@@ -260,7 +279,8 @@ export class RaftReplica {
   private async maybeSnapshot(): Promise<void> {
     const applied = this.state.lastApplied
     const last = this.storage.snapshot()?.index ?? 0
-    if (applied - last < this.options.snapshotThreshold) return
+    const bytesThreshold = this.options.snapshotBytesThreshold ?? SNAPSHOT_BYTES_DEFAULT
+    if (applied - last < this.options.snapshotThreshold && (this.appendedBytes < bytesThreshold || applied === last)) return
     const metadata = this.core.snapshotMetadata(applied)
     if (metadata === null) return
     const startedAt = this.environment.now()
@@ -271,10 +291,30 @@ export class RaftReplica {
     // A snapshot from the leader accepted during those awaits replaces the whole log at the next Ready: nothing to
     // compact now (the driver simulation found this race, seed 0x550).
     if (this.core.pendingSnapshotIndex() !== null) return
-    const compactTo = Math.min(this.core.snapshotSaved(metadata.index), this.transfer.compactionLimit())
+    const compactTo = Math.min(this.trailingBound(this.core.snapshotSaved(metadata.index), metadata.index), this.transfer.compactionLimit())
     await this.storage.compact(compactTo)
+    // What stays in memory: the entries after the compaction point.
+    this.appendedBytes = this.storage.lastIndex() > compactTo ? entryBytes(this.storage.entries(compactTo + 1, this.storage.lastIndex() + 1)) : 0
     this.options.timings?.snapshot.observe((this.environment.now() - startedAt) / 1000)
     this.log.debug({ index: metadata.index, compactedTo: compactTo }, 'snapshot taken, log compacted')
+  }
+
+  /**
+   * The compaction point the core suggests (its trailing entries behind the snapshot), moved up until the entries kept
+   * behind the snapshot hold at most trailingBytesMax bytes: a follower further behind gets a snapshot instead.
+   */
+  private trailingBound(suggested: number, snapshotIndex: number): number {
+    const max = this.options.trailingBytesMax ?? TRAILING_BYTES_DEFAULT
+    let bytes = 0
+    let bound = snapshotIndex
+    const first = Math.max(suggested + 1, this.storage.firstIndex())
+    for (let index = snapshotIndex; index >= first; index--) {
+      const [entry] = this.storage.entries(index, index + 1)
+      bytes += entry?.data.length ?? 0
+      if (bytes > max) return Math.max(suggested, bound)
+      bound = index - 1
+    }
+    return suggested
   }
 
   private async handleReady(ready: Ready): Promise<void> {
@@ -292,6 +332,7 @@ export class RaftReplica {
         ready.mustSync,
       )
       if (timings !== undefined) timings.append.observe((this.environment.now() - persistStartedAt) / 1000)
+      this.appendedBytes += entryBytes(ready.entries)
     }
     // 1a. A snapshot from the leader: staged while it streamed; the log now depends on it, so switch to it
     // (finishStateSwitch completes this at start if a crash interrupts it).
@@ -317,6 +358,7 @@ export class RaftReplica {
   private async install(snapshot: SnapshotMetadata): Promise<void> {
     assert(this.transfer.isStaged(snapshot.index), `the core installs a snapshot at ${snapshot.index} that was not staged`)
     await this.state.replace(switchToStagedState)
+    this.appendedBytes = 0
     this.transfer.installed()
     this.counts.snapshotsInstalled += 1
     this.writes.skippedTo(snapshot.index)

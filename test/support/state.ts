@@ -72,7 +72,7 @@ export async function createSingleNode(
   storage: LevelRaftStorage,
   state: StateStore,
   onFatal: (error: unknown) => void,
-  options: { snapshotThreshold?: number; links?: PeerLinks } = {},
+  options: { snapshotThreshold?: number; snapshotBytesThreshold?: number; trailingBytesMax?: number; links?: PeerLinks } = {},
 ): Promise<{ replica: RaftReplica; cluster: ClusterNode }> {
   if (storage.membershipRecord() === null) await storage.saveMembershipRecord({ voters: [name], voteFromIndex: 0 })
   const replica = new RaftReplica({
@@ -88,6 +88,8 @@ export async function createSingleNode(
     heartbeatIntervalMs: 50,
     electionTimeoutMs: 500,
     snapshotThreshold: options.snapshotThreshold ?? 8192,
+    ...(options.snapshotBytesThreshold === undefined ? {} : { snapshotBytesThreshold: options.snapshotBytesThreshold }),
+    ...(options.trailingBytesMax === undefined ? {} : { trailingBytesMax: options.trailingBytesMax }),
   })
   return { replica, cluster: new ClusterNode(replica, undefined) }
 }

@@ -38,7 +38,7 @@ interface Node {
  * Opens the data dir as the agent does (Raft storage, the state switch, the state) and starts a one-voter group on it
  * with test/support/state.ts createSingleNode, with a small snapshot threshold; resolves once it leads.
  */
-async function startAlone(dirs: TempDirs, dataDir: string, fatal: unknown[]): Promise<Node> {
+async function startAlone(dirs: TempDirs, dataDir: string, fatal: unknown[], bytes: { snapshotBytesThreshold?: number; trailingBytesMax?: number } = {}): Promise<Node> {
   const storage = await LevelRaftStorage.open(join(dataDir, 'raft'))
   let state: StateStore | undefined
   let replica: RaftReplica | undefined
@@ -53,7 +53,7 @@ async function startAlone(dirs: TempDirs, dataDir: string, fatal: unknown[]): Pr
   const files = directoryFiles(join(dataDir, 'state'))
   await finishStateSwitch(files, storage.snapshot()?.index ?? 0)
   state = await StateStore.openFiles(files)
-  const created = await createSingleNode('n1', storage, state, (error) => fatal.push(error), { snapshotThreshold: SNAPSHOT_THRESHOLD })
+  const created = await createSingleNode('n1', storage, state, (error) => fatal.push(error), { snapshotThreshold: SNAPSHOT_THRESHOLD, ...bytes })
   replica = created.replica
   const cluster = created.cluster
   await replica.start()
@@ -94,6 +94,31 @@ describe('replica: a server alone is a one-voter Raft group', function () {
     expect(result.ok, JSON.stringify(result)).to.equal(true)
     expect(await policyNames(second.state)).to.include(`policy-${WRITES + 1}`)
     await second.stop()
+    expect(fatal).to.deep.equal([])
+  })
+
+  it('snapshots by bytes too, and keeps at most trailingBytesMax behind: large entries never pile up in memory', async function () {
+    const dataDir = await dirs.make('warden-alone-bytes-')
+    const fatal: unknown[] = []
+    const MiB = 1024 * 1024
+    // Fewer entries than the count threshold, each about 320 KB: only the byte bounds can compact them.
+    const node = await startAlone(dirs, dataDir, fatal, { snapshotBytesThreshold: 4 * MiB, trailingBytesMax: 1 * MiB })
+    const description = 'd'.repeat(320 * 1024)
+    for (let n = 1; n <= 16; n += 1) {
+      const command = policyCreate(n) as Extract<Command, { type: 'acl.policy.create' }>
+      const result = await node.cluster.propose({ ...command, policy: { ...command.policy, Description: description } })
+      expect(result.ok, JSON.stringify(result).slice(0, 200)).to.equal(true)
+    }
+    expect(node.state.lastApplied, 'the count threshold was not reached').to.be.below(SNAPSHOT_THRESHOLD)
+    expect(node.storage.snapshot()?.index ?? 0, 'no snapshot was taken by bytes').to.be.above(0)
+    expect(node.storage.firstIndex(), 'the log was not compacted').to.be.above(1)
+    // Behind the snapshot, at most the trailing bytes (the count alone would keep all of them: 1,024 entries).
+    const snapshotIndex = node.storage.snapshot()!.index
+    let behind = 0
+    for (const entry of node.storage.entries(node.storage.firstIndex(), snapshotIndex + 1)) behind += entry.data.length
+    expect(behind).to.be.at.most(1 * MiB)
+    expect(node.storage.firstIndex()).to.be.above(2)
+    await node.stop()
     expect(fatal).to.deep.equal([])
   })
 })
