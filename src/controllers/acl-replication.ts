@@ -172,19 +172,11 @@ export class AclReplicator {
     const first = await this.page(stream, { since: replicated, delta: true, index: seenIndex, waitMs: WAIT_MS })
     if (first.index === seenIndex) return seenIndex
     this.markBehind(stream, first.index, replicated)
-    if (first.index < replicated) {
-      this.log.warn({ stream, remoteIndex: first.index, replicated }, "the primary's index is below the one replicated (a restore?): resynchronising in full")
-      return this.walk(stream, 0, replicated)
-    }
+    if (first.index < replicated) return this.resynchronise(stream, first.index, replicated)
     if (first.body.Mode === 'full') return this.walk(stream, replicated, replicated, first)
     const upserts: Upsert[] = []
     const renames: Upsert[] = []
-    for (const item of first.body.Records) {
-      if (item.Record === undefined || !(await this.differs(stream, item))) continue
-      const upsert = commandRecord(stream, item.Record)
-      if (await this.renames(stream, upsert)) renames.push(upsert)
-      else upserts.push(upsert)
-    }
+    for (const item of first.body.Records) await this.sort(stream, item, upserts, renames)
     const deletes: string[] = []
     for (const id of first.body.Deleted) if ((await this.localHash(stream, id)) !== undefined) deletes.push(id)
     await this.apply(stream, upserts, deletes, first.index, replicated, renames)
@@ -203,13 +195,9 @@ export class AclReplicator {
   private async walk(stream: ReplicatedStream, since: number, replicated: number, first?: { index: number; body: StreamPage }): Promise<number | undefined> {
     const startedAt = this.now()
     let page = first ?? (await this.page(stream, { since }))
-    if (page.body.Mode !== 'full') throw new Error(`the primary answered the first page of the ${stream} walk with a ${page.body.Mode}`)
     const remoteIndex = page.index
     this.markBehind(stream, remoteIndex, replicated)
-    if (remoteIndex < replicated && since > 0) {
-      this.log.warn({ stream, remoteIndex, replicated }, "the primary's index is below the one replicated (a restore?): resynchronising in full")
-      return this.walk(stream, 0, replicated)
-    }
+    if (remoteIndex < replicated && since > 0) return this.resynchronise(stream, remoteIndex, replicated)
     const listed = new Set<string>()
     // Held back to the last batch, all in one: records whose names move (swapped between pages, say).
     const renames: Upsert[] = []
@@ -217,16 +205,12 @@ export class AclReplicator {
     let upserted = 0
     let unbodied = 0
     for (;;) {
+      // A walk's pages are walk pages: anything else would list what changed, not what there is, and the deletions
+      // below would take every unchanged record for gone.
+      if (page.body.Mode !== 'full') throw new Error(`the primary answered a page of the ${stream} walk with a ${page.body.Mode}`)
       for (const item of page.body.Records) {
         listed.add(item.ID)
-        if (!(await this.differs(stream, item))) continue
-        if (item.Record === undefined) {
-          unbodied += 1
-          continue
-        }
-        const upsert = commandRecord(stream, item.Record)
-        if (await this.renames(stream, upsert)) renames.push(upsert)
-        else pending.push(upsert)
+        if ((await this.sort(stream, item, pending, renames)) === 'unbodied') unbodied += 1
       }
       if (pending.length >= UPSERTS_MAX) {
         await this.apply(stream, pending, [], replicated, replicated)
@@ -235,9 +219,6 @@ export class AclReplicator {
       }
       if (page.body.Next === '') break
       page = await this.page(stream, { since, cursor: page.body.Next })
-      // A walk's pages are walk pages: anything else would list what changed, not what there is, and the deletions
-      // below would take every unchanged record for gone.
-      if (page.body.Mode !== 'full') throw new Error(`the primary answered a page of the ${stream} walk with a ${page.body.Mode}`)
     }
     const deletes = (await this.localIds(stream)).filter((id) => !listed.has(id))
     const complete = unbodied === 0
@@ -254,6 +235,25 @@ export class AclReplicator {
     this.wholeNext.delete(stream)
     this.behindSince.delete(stream)
     return remoteIndex
+  }
+
+  /** A primary whose index went below the one replicated here (restored from a snapshot): a walk with every record whole. */
+  private resynchronise(stream: ReplicatedStream, remoteIndex: number, replicated: number): Promise<number | undefined> {
+    this.log.warn({ stream, remoteIndex, replicated }, "the primary's index is below the one replicated (a restore?): resynchronising in full")
+    return this.walk(stream, 0, replicated)
+  }
+
+  /**
+   * Puts a listed record that differs here into `upserts`, or into `renames` when it moves a name; answers
+   * 'unbodied' for one that differs but came without its body, 'same' for one equal to what is held here.
+   */
+  private async sort(stream: ReplicatedStream, item: StreamItem, upserts: Upsert[], renames: Upsert[]): Promise<'sorted' | 'unbodied' | 'same'> {
+    if (!(await this.differs(stream, item))) return 'same'
+    if (item.Record === undefined) return 'unbodied'
+    const upsert = commandRecord(stream, item.Record)
+    if (await this.renames(stream, upsert)) renames.push(upsert)
+    else upserts.push(upsert)
+    return 'sorted'
   }
 
   /** Whether applying `upsert` moves a name: its own changes, or another record here holds the one it takes. */
@@ -359,11 +359,10 @@ export class AclReplicator {
       const records = batch.upserts.length + batch.deletes.length
       // Paced over every batch of every stream, not per call: `applyRate` records a second in all.
       const waitMs = this.paceAt - this.now()
-      if (waitMs > 0) {
-        await this.sleep(waitMs)
-        // Leadership may have moved while this waited: a deposed leader's batch would be forwarded to the new one.
-        if (this.stopped || !this.cluster.isLeader()) throw new Error('no longer the leader')
-      }
+      if (waitMs > 0) await this.sleep(waitMs)
+      // Stopped while waiting: nothing more goes out. (Leadership lost meanwhile needs no check: a leaderOnly propose
+      // is refused on a node that no longer leads, never forwarded.)
+      if (this.stopped) throw new Error('stopping')
       this.paceAt = Math.max(this.now(), this.paceAt) + (1_000 * records) / this.settings.applyRate
       const last = position === batches.length - 1
       const command = {

@@ -20,6 +20,8 @@ import type { StateStore } from './store.js'
 export const CHANGES_MAX = 100_000
 
 const FED_TABLES: readonly Table[] = ['policy', 'role', 'token', 'config']
+/** Each fed table with its record keys' prefix, built once: record() runs on every apply of every server. */
+const FED_PREFIXES: ReadonlyArray<readonly [Table, string]> = FED_TABLES.map((table) => [table, recordPrefix(table)])
 
 interface Change {
   index: number
@@ -79,9 +81,8 @@ export class ChangeFeed {
   private record(tables: readonly Table[], recordKeys: readonly string[], index: number): void {
     if (!tables.some((table) => FED_TABLES.includes(table))) return
     for (const full of recordKeys) {
-      const table = FED_TABLES.find((candidate) => full.startsWith(recordPrefix(candidate)))
-      if (table === undefined) continue
-      this.changes.push({ index, table, key: full.slice(recordPrefix(table).length) })
+      const fed = FED_PREFIXES.find(([, prefix]) => full.startsWith(prefix))
+      if (fed !== undefined) this.changes.push({ index, table: fed[0], key: full.slice(fed[1].length) })
     }
     while (this.changes.length - this.head > this.max) {
       // Forgetting a change forgets its index: the feed is complete for its table only above it from now on.
