@@ -255,35 +255,6 @@ describe('datacenters over WAN links', function () {
       expect(await held(dc2, viaSecondary.body.AccessorID)).to.equal(404)
     })
 
-    it('replicates in pages what one forwarded answer (6 MiB) could not carry, and serves its pages to other datacenters only', async function () {
-      this.timeout(120_000)
-      const dc1 = await startAgent({ args: ['--datacenter', 'dc1', '--node-name', 'dc1-s1'], env: { WARDEN_CLUSTER_KEY: key, WARDEN_INITIAL_MANAGEMENT_TOKEN: MANAGEMENT } })
-      agents.push(dc1)
-      // Fourteen global tokens of about 450 KB each: their list is over 6 MiB, more than a forwarded answer carries.
-      const made: Array<{ AccessorID: string; Hash: string }> = []
-      for (let n = 0; n < 14; n++) {
-        const created = await dc1.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: `${n} ${'x'.repeat(450_000)}` } })
-        expect(created.status, created.text.slice(0, 300)).to.equal(200)
-        made.push(created.body)
-      }
-      const dc2 = await startAgent({
-        args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1', '--node-name', 'dc2-s1', '--join-wan', dc1.clusterAddress],
-        env: { WARDEN_CLUSTER_KEY: key, WARDEN_ACL_REPLICATION_TOKEN: MANAGEMENT },
-      })
-      agents.push(dc2)
-      const heldHere = async (): Promise<number> => {
-        let held = 0
-        for (const token of made) if ((await dc2.request('GET', `/v1/acl/token/${token.AccessorID}`, { token: MANAGEMENT })).body?.Hash === token.Hash) held += 1
-        return held
-      }
-      await eventually(async () => (await heldHere()) === made.length, 'every large token replicated with its Hash', 60_000)
-      expect((await dc2.request('GET', '/v1/acl/replication', { token: null })).body.LastErrorMessage).to.equal('')
-      // The pages are warden's own: over HTTP, with any token, the endpoint does not exist.
-      const direct = await dc1.request('GET', '/v1/internal/acl/replication/tokens', { token: MANAGEMENT })
-      expect(direct.status).to.equal(404)
-      expect(direct.body.Error).to.match(/WAN links only/)
-    })
-
     it('replicates config entries but exported-services; config writes go to the primary, exported-services stays', async () => {
       const { dc1, dc2 } = await federation()
       const entry = async (agent: AgentProcess, kind: string, name: string): Promise<number> => (await agent.request('GET', `/v1/config/${kind}/${name}`, { token: MANAGEMENT })).status

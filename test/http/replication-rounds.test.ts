@@ -1,6 +1,6 @@
 /**
- * Replication rounds with real agents (a single-server primary dc1 and a single-server secondary dc2 on 127.0.0.1),
- * each case a defect a review found in the first paged version: a secondary's first round after a restart answered
+ * Replication rounds with real agents (a single-server primary dc1 and a single-server secondary dc2 on 127.0.0.1):
+ * lists too large for one forwarded answer replicated in pages, and defects a review found in the first paged version: a secondary's first round after a restart answered
  * with a delta and deleting everything unchanged, and pages sized by their stored bytes going over what a forwarded
  * answer carries.
  */
@@ -75,12 +75,15 @@ describe('replication rounds between two datacenters', function () {
     expect(missing, 'records the primary still has, deleted in the secondary').to.deep.equal([])
   })
 
-  it('replicates global tokens whose JSON is much larger than their stored form (control characters), within 6 MiB pages', async function () {
+  /**
+   * A primary holding `count` global tokens with the descriptions `description(n)`, then a secondary started empty:
+   * resolves once the secondary holds every one with the primary's Hash and its replication reports no error.
+   */
+  async function largeTokensReplicate(count: number, description: (n: number) => string): Promise<{ dc1: AgentProcess; dc2: AgentProcess }> {
     const dc1 = await primary()
-    // 170,000 U+0001 characters: about 170 KB stored (msgpack), about 1 MB as JSON (each is written \u0001).
     const made: Array<{ AccessorID: string; Hash: string }> = []
-    for (let n = 0; n < 8; n++) {
-      const created = await dc1.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: `${n} ${'\u0001'.repeat(170_000)}` } })
+    for (let n = 0; n < count; n++) {
+      const created = await dc1.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Description: description(n) } })
       expect(created.status, created.text.slice(0, 300)).to.equal(200)
       made.push(created.body)
     }
@@ -90,8 +93,23 @@ describe('replication rounds between two datacenters', function () {
       for (const token of made) if ((await dc2.request('GET', `/v1/acl/token/${token.AccessorID}`, { token: MANAGEMENT })).body?.Hash === token.Hash) held += 1
       return held
     }
-    await eventually(async () => (await heldHere()) === made.length, 'every token replicated', 30_000)
+    await eventually(async () => (await heldHere()) === made.length, 'every token replicated with its Hash', 60_000)
     expect((await dc2.request('GET', '/v1/acl/replication', { token: null })).body.LastErrorMessage).to.equal('')
+    return { dc1, dc2 }
+  }
+
+  it('replicates in pages what one forwarded answer (6 MiB) could not carry, and serves its pages to other datacenters only', async () => {
+    // Fourteen global tokens of about 450 KB each: their list is over 6 MiB, more than a forwarded answer carries.
+    const { dc1 } = await largeTokensReplicate(14, (n) => `${n} ${'x'.repeat(450_000)}`)
+    // The pages are warden's own: over HTTP, with any token, the endpoint does not exist.
+    const direct = await dc1.request('GET', '/v1/internal/acl/replication/tokens', { token: MANAGEMENT })
+    expect(direct.status).to.equal(404)
+    expect(direct.body.Error).to.match(/WAN links only/)
+  })
+
+  it('replicates global tokens whose JSON is much larger than their stored form (control characters), within 6 MiB pages', async () => {
+    // 170,000 U+0001 characters: about 170 KB stored (msgpack), about 1 MB as JSON (each is written \u0001).
+    await largeTokensReplicate(8, (n) => `${n} ${'\u0001'.repeat(170_000)}`)
   })
 
   it("a client's ?dc never reaches the pages replication reads: they are served to servers only", async () => {
