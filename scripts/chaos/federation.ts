@@ -25,9 +25,6 @@
  * (GET /v1/acl/token/self with its secret) while dc2 cannot reach the primary.
  */
 import { setMaxListeners } from 'node:events'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { LocalCluster } from '../../cluster/lib.js'
 import { Client } from '../../src/api/index.js'
 import { SeededRng } from '../../src/lib/rng.js'
@@ -45,7 +42,7 @@ import {
 import { READ_MODES, writeOutcome, type Outcome, type RecordedOperation } from './history.js'
 import type { Answer } from './http.js'
 import { Nemesis, type FaultTarget, type NemesisEvent, type NodeView } from './nemesis.js'
-import { checkConvergence, readFinalState, type ChaosChecks } from './run.js'
+import { checkConvergence, onFreshCluster, readFinalState, type ChaosChecks } from './run.js'
 import { CONFIG_KIND, configCas, configRead, modeQuery, Workload } from './workload.js'
 import { sleep } from './nemesis.js'
 
@@ -225,32 +222,20 @@ export async function runFederationChaos(options: FederationOptions): Promise<Fe
     wan: [],
     perDatacenter: {},
   }
-  const root = await mkdtemp(join(tmpdir(), 'warden-chaos-dc-'))
-  options.onRoot?.(root)
-  let cluster: LocalCluster | undefined
-  try {
-    log(`starting ${DATACENTERS.join(', ')} with ${nodes} nodes each in ${root}`)
-    cluster = await LocalCluster.up({ datacenters: [...DATACENTERS], nodes, root })
-    await exercise(cluster, options, { nodes, clients, log }, result)
-  } catch (error) {
-    result.error = error instanceof Error ? (error.stack ?? error.message) : String(error)
-  } finally {
-    result.interrupted = options.signal?.aborted ?? false
-    if (cluster !== undefined) {
-      await cluster.down().catch((error: unknown) => {
-        result.error = `${result.error ?? ''}\ncould not stop the cluster: ${error instanceof Error ? error.message : String(error)}`.trim()
-      })
-    }
-  }
-  const checks = result.checks
-  result.passed =
-    result.error === undefined &&
-    !result.interrupted &&
-    checks !== undefined &&
-    Object.values(checks).every((check) => check.passed) &&
-    Object.values(result.perDatacenter).every((report) => report.checks !== undefined && Object.values(report.checks).every((check) => check.passed))
-  if (result.passed && options.keep !== true) await rm(root, { recursive: true, force: true })
-  else result.root = root
+  await onFreshCluster(
+    result,
+    options,
+    'warden-chaos-dc-',
+    (root) => {
+      log(`starting ${DATACENTERS.join(', ')} with ${nodes} nodes each in ${root}`)
+      return LocalCluster.up({ datacenters: [...DATACENTERS], nodes, root })
+    },
+    (cluster) => exercise(cluster, options, { nodes, clients, log }, result),
+    () =>
+      result.checks !== undefined &&
+      Object.values(result.checks).every((check) => check.passed) &&
+      Object.values(result.perDatacenter).every((report) => report.checks !== undefined && Object.values(report.checks).every((check) => check.passed)),
+  )
   result.elapsedMs = Math.round(performance.now() - started)
   return result
 }

@@ -110,13 +110,49 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     failover: { faults: 0, samplesMs: [], withoutWrite: 0 },
     history: [],
   }
-  const root = await mkdtemp(join(tmpdir(), 'warden-chaos-'))
+  await onFreshCluster(
+    result,
+    options,
+    'warden-chaos-',
+    (root) => {
+      log(`starting ${nodes} nodes in ${root}`)
+      return LocalCluster.up({ nodes, root })
+    },
+    (cluster) => exercise(cluster, options, { nodes, clients, log }, result),
+    () => result.checks !== undefined && Object.values(result.checks).every((check) => check.passed),
+  )
+  result.elapsedMs = Math.round(performance.now() - started)
+  return result
+}
+
+/** What a chaos run on a fresh cluster records of how it went, whichever runner made it. */
+export interface ClusterRunRecord {
+  passed: boolean
+  interrupted: boolean
+  error?: string
+  /** The run's directory, kept when the run did not pass (or when asked to keep it). */
+  root?: string
+}
+
+/**
+ * Starts a cluster (`up`) in a fresh temporary directory, runs `exercise` on it and stops it whatever happens,
+ * recording an error or an interruption in `result`; then `passed` holds when nothing went wrong and `checksPassed`
+ * says so, and the directory is removed only then (unless `keep`). The single- and two-datacenter runners share it.
+ */
+export async function onFreshCluster(
+  result: ClusterRunRecord,
+  options: { signal?: AbortSignal | undefined; keep?: boolean | undefined; onRoot?: ((root: string) => void) | undefined },
+  prefix: string,
+  up: (root: string) => Promise<LocalCluster>,
+  exercise: (cluster: LocalCluster) => Promise<void>,
+  checksPassed: () => boolean,
+): Promise<void> {
+  const root = await mkdtemp(join(tmpdir(), prefix))
   options.onRoot?.(root)
   let cluster: LocalCluster | undefined
   try {
-    log(`starting ${nodes} nodes in ${root}`)
-    cluster = await LocalCluster.up({ nodes, root })
-    await exercise(cluster, options, { nodes, clients, log }, result)
+    cluster = await up(root)
+    await exercise(cluster)
   } catch (error) {
     result.error = error instanceof Error ? (error.stack ?? error.message) : String(error)
   } finally {
@@ -128,12 +164,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       })
     }
   }
-  const checks = result.checks
-  result.passed = result.error === undefined && !result.interrupted && checks !== undefined && Object.values(checks).every((check) => check.passed)
+  result.passed = result.error === undefined && !result.interrupted && checksPassed()
   if (result.passed && options.keep !== true) await rm(root, { recursive: true, force: true })
   else result.root = root
-  result.elapsedMs = Math.round(performance.now() - started)
-  return result
 }
 
 async function exercise(cluster: LocalCluster, options: ChaosOptions, settings: { nodes: number; clients: number; log: (line: string) => void }, result: ChaosResult): Promise<void> {
