@@ -116,7 +116,7 @@ export function deltaPage(db: StateDb, feed: ChangeFeed, stream: ReplicatedStrea
 
 /**
  * One page of the full walk from `cursor` (''= the start): at most `limit` records, whole when changed after `since`,
- * and at most PAGE_RECORD_BYTES_MAX of whole records. Scans at most four times `limit` keys, so a page of a table full
+ * and at most PAGE_BYTES_MAX of items as JSON. Scans at most four times `limit` keys, so a page of a table full
  * of local tokens still ends soon (with a cursor past them).
  */
 export async function walkPage(db: StateDb, stream: ReplicatedStream, since: number, cursor: string, limit: number): Promise<StreamPage> {

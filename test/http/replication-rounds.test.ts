@@ -30,10 +30,10 @@ describe('replication rounds between two datacenters', function () {
     return dc1
   }
 
-  async function secondary(dc1: AgentProcess, dataDir?: string): Promise<AgentProcess> {
+  async function secondary(dc1: AgentProcess, dataDir?: string, replicationToken = MANAGEMENT): Promise<AgentProcess> {
     const dc2 = await startAgent({
       args: ['--datacenter', 'dc2', '--primary-datacenter', 'dc1', '--node-name', 'dc2-s1', '--join-wan', dc1.clusterAddress],
-      env: { WARDEN_CLUSTER_KEY: key, WARDEN_ACL_REPLICATION_TOKEN: MANAGEMENT },
+      env: { WARDEN_CLUSTER_KEY: key, WARDEN_ACL_REPLICATION_TOKEN: replicationToken },
       ...(dataDir === undefined ? {} : { dataDir, keepDataDir: true }),
     })
     agents.push(dc2)
@@ -121,5 +121,26 @@ describe('replication rounds between two datacenters', function () {
       expect(answer.status, path).to.equal(404)
       expect(answer.text).to.not.include('SecretID')
     }
+  })
+
+  it('a replication token that may not read tokens is reported in the status, and retried with backoff, not in a tight loop', async () => {
+    const dc1 = await primary()
+    const reader = await dc1.request('PUT', '/v1/acl/policy', { token: MANAGEMENT, body: { Name: 'acl-reader', Rules: 'acl = "read"' } })
+    const token = await dc1.request('PUT', '/v1/acl/token', { token: MANAGEMENT, body: { Policies: [{ ID: reader.body.ID }] } })
+    const dc2 = await secondary(dc1, undefined, token.body.SecretID)
+    const status = async (): Promise<{ LastErrorMessage: string; LastError: string; ReplicatedIndex: number }> => (await dc2.request('GET', '/v1/acl/replication', { token: null })).body
+    await eventually(async () => /acl:write/.test((await status()).LastErrorMessage), 'the status names the missing permission')
+    expect((await status()).LastError).to.not.equal('0001-01-01T00:00:00Z')
+    // Policies need acl:read only: they replicate.
+    await eventually(async () => (await status()).ReplicatedIndex > 0, 'the policies replicated')
+    const failed = async (): Promise<number> => {
+      const metrics = (await dc2.request('GET', '/v1/agent/metrics', { token: MANAGEMENT })).body as { Counters: Array<{ Name: string; Count: number; Labels: Record<string, string> }> }
+      return metrics.Counters.find((counter) => counter.Name === 'warden.replication.errors' && counter.Labels['stream'] === 'tokens')?.Count ?? 0
+    }
+    const before = await failed()
+    expect(before).to.be.at.least(1)
+    await new Promise((resolve) => setTimeout(resolve, 3_000))
+    // Backing off from 1 s and doubling: a few more rounds in 3 s at most, never hundreds.
+    expect((await failed()) - before).to.be.at.most(3)
   })
 })
