@@ -9,8 +9,7 @@
  * - `X-Service-Index` is the snapshot's applied index. Saves in flight on a node are bounded (SAVES_MAX): each holds
  *   a LevelDB snapshot while its client reads.
  */
-import { Readable } from 'node:stream'
-import { pipeline } from 'node:stream'
+import { pipeline, Readable } from 'node:stream'
 import { createGzip } from 'node:zlib'
 import type Router from '@koa/router'
 import { WardenError } from '../../lib/errors.js'
@@ -32,11 +31,12 @@ async function saveSnapshot(ctx: ApiContext): Promise<void> {
   const inFlight = savesInFlight.get(state) ?? 0
   if (inFlight >= SAVES_MAX) throw new WardenError('rate_limited', `snapshot: ${SAVES_MAX} snapshots are being saved from this node; try again when one is done`)
   savesInFlight.set(state, inFlight + 1)
+  const release = (): void => void savesInFlight.set(state, (savesInFlight.get(state) ?? 1) - 1)
   let reader: Awaited<ReturnType<typeof openStateSnapshot>>
   try {
     reader = await openStateSnapshot(state)
   } catch (error) {
-    savesInFlight.set(state, (savesInFlight.get(state) ?? 1) - 1)
+    release()
     throw error
   }
   const meta = {
@@ -50,7 +50,7 @@ async function saveSnapshot(ctx: ApiContext): Promise<void> {
   const gzip = createGzip()
   // Ends however the response ends (read to the end, the client gone, an error): the LevelDB snapshot is released.
   pipeline(Readable.from(archiveFrames(meta, reader.chunks())), gzip, (error) => {
-    savesInFlight.set(state, (savesInFlight.get(state) ?? 1) - 1)
+    release()
     reader.close().catch(() => undefined)
     if (error !== undefined && error !== null && (error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') log.warn({ err: error.message }, 'saving a snapshot failed')
   })
