@@ -80,6 +80,11 @@ export function auditSubject(command: Command): { kind: string; id: string; name
     case 'link.delete':
     case 'link.status':
       return { kind: 'link', id: '' }
+    case 'restore.begin':
+    case 'restore.chunk':
+    case 'restore.commit':
+    case 'restore.abort':
+      return { kind: 'snapshot-restore', id: command.id }
     case 'acl.init':
     case 'acl.token.delete-expired':
     case 'raft.member.set':

@@ -21,6 +21,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   rate_limited: 429,
   internal: 500,
   no_leader: 503,
+  restore_in_progress: 503,
   audit_unavailable: 503,
   no_path_to_datacenter: 503,
   outcome_unknown: 504,

@@ -23,6 +23,8 @@ export type ErrorCode =
   | 'no_path_to_datacenter'
   /** A secondary without token replication makes no local tokens, auth methods, binding rules or logins. */
   | 'token_replication_required'
+  /** A snapshot restore is being applied: every other write is refused until it completes or is abandoned. */
+  | 'restore_in_progress'
 
 export interface WireError {
   code: ErrorCode

@@ -59,7 +59,16 @@ const handlers: { [T in Command['type']]: Handler<T> } = {
   'raft.member.set': (txn, command, index) => setMember(txn, command.Node, command.Address, index, command.Incarnation),
   'raft.member.delete': (txn, command) => deleteMember(txn, command.Node),
   'acl.replicate': (txn, command, index) => replicate(txn, command, index),
+  // A restore's commands change the state beyond one batch: StateStore applies them itself (restore.ts).
+  'restore.begin': restoreNotHere,
+  'restore.chunk': restoreNotHere,
+  'restore.commit': restoreNotHere,
+  'restore.abort': restoreNotHere,
   noop: async () => ({ ok: true }),
+}
+
+function restoreNotHere(_txn: Txn, command: Command): Promise<ApplyResult> {
+  throw new Error(`${command.type} is applied by the state store, never dispatched`)
 }
 
 export function dispatch(txn: Txn, command: Command, index: number): Promise<ApplyResult> {

@@ -9,6 +9,7 @@
  * (validate.ts): every replica applies a command that breaks those rules as a no-op.
  */
 import type { ReplicateCommand } from './replication.js'
+import type { RestoreCommand } from './restore.js'
 import {
   DEFAULT_NAMESPACE,
   type AclAuthMethod,
@@ -162,6 +163,7 @@ export type Command =
   | { v: 1; type: 'raft.member.set'; Node: string; Address: string; Incarnation?: string }
   | { v: 1; type: 'raft.member.delete'; Node: string }
   | ReplicateCommand
+  | RestoreCommand
   | { v: 1; type: 'noop' }
 
 export type CommandType = Command['type']
@@ -169,10 +171,12 @@ export type CommandType = Command['type']
 /** What applying a command gave: a value for the caller, or an operating error decided from the state. */
 export type ApplyResult =
   | { ok: true; value?: unknown }
-  | { ok: false; error: { code: 'invalid_input' | 'not_found' | 'bootstrap_done' | 'conflict' | 'permission_denied'; message: string; field?: string } }
+  | { ok: false; error: { code: ApplyErrorCode; message: string; field?: string } }
+
+export type ApplyErrorCode = 'invalid_input' | 'not_found' | 'bootstrap_done' | 'conflict' | 'permission_denied' | 'restore_in_progress'
 
 export function applyError(
-  code: 'invalid_input' | 'not_found' | 'bootstrap_done' | 'conflict' | 'permission_denied',
+  code: ApplyErrorCode,
   message: string,
   field?: string,
 ): ApplyResult {

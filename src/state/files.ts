@@ -12,7 +12,8 @@ import { fsyncPath, pathExists } from '../lib/files.js'
 import { dirname, join } from 'node:path'
 import { openStateDb, type StateDb } from './reader.js'
 
-export type StateDirectoryName = 'live' | 'incoming' | 'old'
+/** live; incoming: a snapshot from the leader being staged; restore: a restored state being built (restore.ts); old. */
+export type StateDirectoryName = 'live' | 'incoming' | 'restore' | 'old'
 
 export interface StateFiles {
   /** Opens (creating if needed) the database of `name`. */
@@ -30,7 +31,7 @@ export interface StateFiles {
 
 
 
-/** The state's databases as directories: `state` (live), `state.incoming` (staged), `state.old` (being retired). */
+/** The state's databases as directories: `state` (live), `state.incoming` and `state.restore` (staged), `state.old` (being retired). */
 export function directoryFiles(stateDirectory: string): StateFiles {
   const path = (name: StateDirectoryName): string => (name === 'live' ? stateDirectory : `${stateDirectory}.${name}`)
   return {

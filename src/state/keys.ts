@@ -8,6 +8,8 @@
  *   m applied                       the last applied log index (written in the same batch as every apply)
  *   m table-index<table>           the max index of a table, raised by creates, updates and deletes
  *   m <name>                        other metadata (bootstrap state, ...)
+ *   m restore                       a snapshot restore in progress (restore.ts), absent otherwise
+ *   s<key>                          a record of a restore in progress, staged under its final key (restore.ts)
  */
 export const SEP = '\u0000'
 /** One past SEP. */
@@ -52,6 +54,9 @@ export function tableIndexKey(table: Table): string {
 
 export const APPLIED_KEY = `m${SEP}applied`
 export const BOOTSTRAP_KEY = `m${SEP}bootstrap`
+export const RESTORE_KEY = `m${SEP}restore`
+/** Staged records of a restore in progress: inside the state so that snapshots and compaction carry them. */
+export const STAGED_PREFIX = `s${SEP}`
 /** Written with sync to make every earlier write durable (see StateStore.sync). */
 export const SYNC_KEY = `m${SEP}sync`
 

@@ -9,13 +9,13 @@
  * discards a staged state nobody installed. Databases (see files.ts): live, incoming (staging), old (being retired).
  */
 import { decode } from './codec.js'
-import type { StateFiles } from './files.js'
-import { APPLIED_KEY } from './keys.js'
+import type { StateDirectoryName, StateFiles } from './files.js'
+import { APPLIED_KEY, RESTORE_KEY, STAGED_PREFIX, prefixEnd } from './keys.js'
 import type { StateDb } from './reader.js'
 import type { StateStore } from './store.js'
 
 export const CHUNK_BYTES_MAX = 512 * 1024
-const COMPLETE_MARKER = 'COMPLETE'
+export const COMPLETE_MARKER = 'COMPLETE'
 
 export interface StateSnapshotReader {
   /** The applied index the snapshot shows. */
@@ -25,17 +25,23 @@ export interface StateSnapshotReader {
   close(): Promise<void>
 }
 
-export async function openStateSnapshot(store: StateStore): Promise<StateSnapshotReader> {
+/**
+ * `staged: false` leaves out a restore in progress (restore.ts), which a Raft snapshot must carry (a follower installing
+ * it applies the restore's later chunks) and an archive must not (it shows the state that is, not one half-restored).
+ */
+export async function openStateSnapshot(store: StateStore, options: { staged: boolean } = { staged: true }): Promise<StateSnapshotReader> {
   const db = store.db
   const snapshot = db.snapshot()
   const applied = await db.get(APPLIED_KEY, { snapshot })
   const appliedIndex = applied === undefined ? 0 : decode<number>(applied)
+  const ranges = options.staged ? [{}] : [{ lt: STAGED_PREFIX }, { gte: prefixEnd(STAGED_PREFIX) }]
   return {
     appliedIndex,
     async *chunks() {
       let chunk: Array<[string, Uint8Array]> = []
       let bytes = 0
-      for await (const [key, value] of db.iterator({ snapshot })) {
+      for (const range of ranges) for await (const [key, value] of db.iterator({ ...range, snapshot })) {
+        if (!options.staged && key === RESTORE_KEY) continue
         chunk.push([key, value])
         bytes += key.length + value.length
         if (bytes >= CHUNK_BYTES_MAX) {
@@ -92,17 +98,17 @@ export async function discardStagedState(files: StateFiles): Promise<void> {
  * Moves a complete staged state into place: live → old, staged → live, the directory synced so both renames are on
  * disk, then old removed. Each step is a rename, so a crash leaves one of the states `finishStateSwitch` recognises.
  */
-export async function switchToStagedState(files: StateFiles): Promise<void> {
+export async function switchToStagedState(files: StateFiles, staged: 'incoming' | 'restore' = 'incoming'): Promise<void> {
   await files.remove('old')
   if (await files.exists('live')) await files.rename('live', 'old')
-  await files.rename('incoming', 'live')
+  await files.rename(staged, 'live')
   await files.syncDirectory()
   await files.unmark('live', COMPLETE_MARKER)
   await files.remove('old')
   await files.syncDirectory()
 }
 
-async function appliedIndexOf(files: StateFiles, name: 'live' | 'incoming' | 'old'): Promise<number> {
+async function appliedIndexOf(files: StateFiles, name: StateDirectoryName): Promise<number> {
   const db = await files.openDb(name)
   try {
     const applied = await db.get(APPLIED_KEY)
@@ -120,6 +126,7 @@ async function appliedIndexOf(files: StateFiles, name: 'live' | 'incoming' | 'ol
  * missing because a crash came between the two renames is taken back from `old`.
  */
 export async function finishStateSwitch(files: StateFiles, raftSnapshotIndex: number): Promise<void> {
+  await finishRestore(files)
   if (await files.exists('incoming')) {
     let install = false
     if (raftSnapshotIndex > 0 && (await files.hasMark('incoming', COMPLETE_MARKER))) {
@@ -140,4 +147,24 @@ export async function finishStateSwitch(files: StateFiles, raftSnapshotIndex: nu
     await files.syncDirectory()
   }
   await files.remove('old')
+}
+
+/**
+ * A restored state (restore.ts) is the result of applying a committed `restore.commit`: once complete it is switched in
+ * if it is newer than the live state (a crash came between completing and switching, or between the renames).
+ * Incomplete, it is discarded: the live state still holds the restore open, and the commit applies again from the log.
+ */
+async function finishRestore(files: StateFiles): Promise<void> {
+  if (!(await files.exists('restore'))) return
+  if (await files.hasMark('restore', COMPLETE_MARKER)) {
+    const current = (await files.exists('live')) ? 'live' : (await files.exists('old')) ? 'old' : undefined
+    const liveIndex = current === undefined ? 0 : await appliedIndexOf(files, current)
+    if ((await appliedIndexOf(files, 'restore')) > liveIndex) {
+      if (current === 'old') await files.rename('old', 'live')
+      await switchToStagedState(files, 'restore')
+      return
+    }
+  }
+  await files.remove('restore')
+  await files.syncDirectory()
 }

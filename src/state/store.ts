@@ -10,7 +10,9 @@ import { assert } from '../lib/assert.js'
 import { decode, encode } from './codec.js'
 import { dispatch } from './apply.js'
 import { applyError, COMMAND_VERSION, type ApplyResult, type Command } from './commands.js'
-import { APPLIED_KEY, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
+import { APPLIED_KEY, RESTORE_KEY, STAGED_PREFIX, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
+import { APPLIED_DURING_RESTORE, buildRestoredState, isRestoreCommand, planRestore, STAGED_END, type RestoreCommand, type RestoreProgress } from './restore.js'
+import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
 import { dbReader, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
@@ -116,6 +118,8 @@ export class StateStore {
   /** Called for each malformed entry applied as a no-op (the replica logs it): its index and what is wrong with it. */
   readonly malformedListeners = new Set<(index: number, problem: string) => void>()
   private appliedIndex = 0
+  /** The snapshot restore in progress (restore.ts), as the state holds it. */
+  private openRestore: RestoreProgress | undefined
   private readonly tableIndexes = new Map<Table, number>()
   private currentDb: StateDb
   private currentReader: Reader
@@ -152,6 +156,8 @@ export class StateStore {
   private async loadIndexes(): Promise<void> {
     const applied = await this.currentDb.get(APPLIED_KEY)
     this.appliedIndex = applied === undefined ? 0 : decode<number>(applied)
+    const restore = await this.currentDb.get(RESTORE_KEY)
+    this.openRestore = restore === undefined ? undefined : decode<RestoreProgress>(restore)
     for (const table of TABLES) {
       const value = await this.currentDb.get(tableIndexKey(table))
       this.tableIndexes.set(table, value === undefined ? 0 : decode<number>(value))
@@ -186,6 +192,11 @@ export class StateStore {
     return this.tableIndexes.get(table) ?? 0
   }
 
+  /** The snapshot restore in progress, if one is: while it is, writes other than its own are refused. */
+  get restoreInProgress(): Readonly<RestoreProgress> | undefined {
+    return this.openRestore
+  }
+
   async apply(command: Command, index: number): Promise<ApplyResult> {
     const [result] = await this.applyBatch([{ command, index }])
     return result!
@@ -197,7 +208,41 @@ export class StateStore {
    * 64 token creates costs about a quarter of 64 batches of one (classic-level's cost is mostly per batch).
    */
   async applyBatch(items: readonly ApplyItem[]): Promise<ApplyResult[]> {
-    if (items.length === 0) return []
+    // A restore's commands are applied one at a time, in their own writes (restore.ts); the rest in batches between.
+    const results: ApplyResult[] = []
+    let start = 0
+    for (let n = 0; n <= items.length; n++) {
+      const item = items[n]
+      if (item !== undefined && (item.refused !== undefined || !isRestoreCommand(item.command.type))) continue
+      if (n > start) results.push(...(await this.applyCommands(items.slice(start, n))))
+      if (item !== undefined) results.push(await this.applyRestore(item.command as RestoreCommand, item.index))
+      start = n + 1
+    }
+    return results
+  }
+
+  private async applyRestore(command: RestoreCommand, index: number): Promise<ApplyResult> {
+    assert(index === this.appliedIndex + 1, `apply of index ${index} after ${this.appliedIndex}: commands must be applied once each, in order, without gaps`)
+    const step = planRestore(this.openRestore, command, index)
+    if (step.install) {
+      // Built beside the live state, then switched to as a snapshot is (replace wakes every watcher and cache).
+      await buildRestoredState(this.currentDb, this.files, index)
+      await this.replace((files) => switchToStagedState(files, 'restore'))
+      return step.result
+    }
+    // Emptying the staged area is not atomic with the batch after it; both are idempotent, and a crash between them
+    // applies the command again from the log.
+    if (step.clearStaged) await this.currentDb.clear({ gte: STAGED_PREFIX, lt: STAGED_END })
+    await this.currentDb.batch([...step.ops, { type: 'put', key: APPLIED_KEY, value: encode(index) }])
+    this.appliedIndex = index
+    if (step.result.ok || step.clearStaged) {
+      const restore = await this.currentDb.get(RESTORE_KEY)
+      this.openRestore = restore === undefined ? undefined : decode<RestoreProgress>(restore)
+    }
+    return step.result
+  }
+
+  private async applyCommands(items: readonly ApplyItem[]): Promise<ApplyResult[]> {
     const batch = new Txn(this.db)
     const results: ApplyResult[] = []
     const changes: Array<{ index: number; tables: Table[]; records: string[] }> = []
@@ -207,6 +252,10 @@ export class StateStore {
       expected++
       if (refused !== undefined) {
         results.push(refused)
+        continue
+      }
+      if (this.openRestore !== undefined && !APPLIED_DURING_RESTORE.has(command.type)) {
+        results.push(applyError('restore_in_progress', `a snapshot restore is in progress (${this.openRestore.id}); every other write waits for it: retry when it is done`))
         continue
       }
       const txn = new Txn(batch)

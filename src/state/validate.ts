@@ -25,6 +25,7 @@ import { parseTime } from '../lib/ids.js'
 import { decode } from './codec.js'
 import { COMMAND_VERSION, type Command, type CommandType } from './commands.js'
 import { configDeleteAddress } from './replication.js'
+import { RESTORE_CHUNK_PAIRS_MAX } from './restore.js'
 
 /** A command that can be applied, or why not: `unknown` for a version or type this build does not know. */
 export type CommandCheck =
@@ -200,6 +201,35 @@ const CHECKERS: { [T in CommandType]: (command: Fields) => void } = {
     count(command, 'remoteIndex', '')
     time(command, 'now', '')
   },
+  'restore.begin': (command) => {
+    fields(command, '', RESTORE_BEGIN)
+    keyPart(command, 'id', '')
+    count(command, 'chunks', '')
+    count(command, 'records', '')
+  },
+  'restore.chunk': (command) => {
+    fields(command, '', RESTORE_CHUNK)
+    keyPart(command, 'id', '')
+    count(command, 'seq', '')
+    // The pairs' content (which keys, which records) is apply's to judge: a chunk it refuses leaves the restore to be
+    // abandoned, never the node stopped. Here only what apply reads without checking: strings and bytes.
+    list(command, 'pairs', '', RESTORE_CHUNK_PAIRS_MAX, (pair, at) => {
+      if (!Array.isArray(pair) || pair.length !== 2) fail(at, `must be a [key, value] pair, not ${describe(pair)}`)
+      stringValue(pair[0], `${at}[0]`)
+      if (!(pair[1] instanceof Uint8Array)) fail(`${at}[1]`, `must be bytes, not ${describe(pair[1])}`)
+    })
+  },
+  'restore.commit': (command) => {
+    fields(command, '', RESTORE_COMMIT)
+    keyPart(command, 'id', '')
+    count(command, 'chunks', '')
+    string(command, 'digest', '')
+  },
+  'restore.abort': (command) => {
+    fields(command, '', RESTORE_ABORT)
+    keyPart(command, 'id', '')
+    string(command, 'reason', '')
+  },
   noop: (command) => {
     fields(command, '', ENVELOPE)
   },
@@ -236,6 +266,10 @@ const MEMBER_SET = names('v', 'type', 'Node', 'Address', 'Incarnation')
 const NODE = names('v', 'type', 'Node')
 const REPLICATE = names('v', 'type', 'stream', 'upserts', 'deletes', 'remoteIndex', 'now')
 const STREAMS = names('policies', 'roles', 'tokens', 'config')
+const RESTORE_BEGIN = names('v', 'type', 'id', 'chunks', 'records')
+const RESTORE_CHUNK = names('v', 'type', 'id', 'seq', 'pairs')
+const RESTORE_COMMIT = names('v', 'type', 'id', 'chunks', 'digest')
+const RESTORE_ABORT = names('v', 'type', 'id', 'reason')
 
 function configEntry(entry: unknown, at: string): void {
   if (!isPlainMap(entry)) fail(at, `must be a map, not ${describe(entry)}`)
