@@ -65,6 +65,14 @@ export interface RequestOptions {
   onSent?: () => void
 }
 
+/** `upload`'s options: a request's, without a body of its own (the source is the body). */
+export interface UploadOptions extends Omit<RequestOptions, 'body' | 'raw' | 'discardBody'> {
+  /** PUT unless said otherwise. */
+  method?: string
+  /** The source's length in bytes, sent as Content-Length; the body is chunked when absent. */
+  bytes?: number
+}
+
 export type Consistency = 'default' | 'stale' | 'consistent'
 
 export interface QueryOptions extends RequestOptions {
@@ -171,6 +179,36 @@ export class Client {
       ...(options.signal === undefined ? {} : { signal: options.signal }),
       responseBytesMax: this.options.responseBytesMax ?? RESPONSE_BYTES_MAX,
       sink,
+    })
+    if (raw.status < 200 || raw.status > 299) throw errorFromAnswer(raw.status, parseJson(raw.text), raw.text)
+    return metaOf(raw.headers)
+  }
+
+  /**
+   * A PUT whose body is `source`, sent a chunk at a time as the connection takes it and never held whole (PUT
+   * /v1/snapshot, the counterpart of `download`): answers the write's metadata (`index` is X-Service-Index); anything
+   * else is thrown as an ApiError. `options.timeoutMs` bounds the whole exchange. Never retried, here or by a caller
+   * that goes by ConnectionError.reached: the source is first read once the connection is up, and any failure after
+   * that is `reached: 'maybe'` (see Exchange.source).
+   */
+  async upload(path: string, source: AsyncIterable<Buffer | Uint8Array>, options: UploadOptions = {}): Promise<QueryMeta> {
+    const headers: Record<string, string> = { Accept: 'application/json', 'Content-Type': 'application/octet-stream' }
+    const token = options.token === undefined ? this.options.token : options.token
+    if (token !== undefined && token !== null && token !== '') headers['X-Service-Token'] = token
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      for (const existing of Object.keys(headers)) if (existing.toLowerCase() === name.toLowerCase()) delete headers[existing]
+      headers[name] = value
+    }
+    const raw = await this.transport.send({
+      method: options.method ?? 'PUT',
+      path: withQuery(path, this.queryOf(options)),
+      headers,
+      source,
+      ...(options.bytes === undefined ? {} : { sourceBytes: options.bytes }),
+      timeoutMs: options.timeoutMs ?? this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      responseBytesMax: this.options.responseBytesMax ?? RESPONSE_BYTES_MAX,
+      ...(options.onSent === undefined ? {} : { onSent: options.onSent }),
     })
     if (raw.status < 200 || raw.status > 299) throw errorFromAnswer(raw.status, parseJson(raw.text), raw.text)
     return metaOf(raw.headers)

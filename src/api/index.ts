@@ -28,7 +28,7 @@ export class WardenClient extends Client {
 }
 
 export { Client, DEFAULT_ADDRESS, metaOf, withQuery } from './client.js'
-export type { Answer, ClientOptions, Consistency, QueryMeta, QueryOptions, RequestOptions, Result } from './client.js'
+export type { Answer, ClientOptions, Consistency, QueryMeta, QueryOptions, RequestOptions, Result, UploadOptions } from './client.js'
 export { ApiError, ConnectionError, errorFromAnswer, type ApiErrorCode } from './errors.js'
 export { parseAddress, type TlsOptions } from './transport.js'
 export { watch, type WatchOptions } from './watch.js'

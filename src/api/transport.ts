@@ -76,6 +76,18 @@ export interface Exchange {
   /** Called once the whole request has been handed to the operating system (node:http's 'finish'). */
   onSent?: () => void
   /**
+   * The request's body as a stream, in place of `body` (PUT /v1/snapshot: an archive of hundreds of MB): written a
+   * chunk at a time as the connection takes it, never held whole. It is first read once the connection is up, so a
+   * request that fails before then (`reached: 'no'`) leaves it untouched and it may be sent elsewhere; once a chunk
+   * has been taken, a failure is `reached: 'maybe'` whatever its cause, since the stream cannot be sent again.
+   */
+  source?: AsyncIterable<Buffer | Uint8Array>
+  /**
+   * The source's length: sent as Content-Length (else the body is chunked). A source that yields more or fewer bytes
+   * fails the request (reason 'source') rather than sending the server a body other than the one announced.
+   */
+  sourceBytes?: number
+  /**
    * Takes a 2xx answer's body as it arrives instead of holding it (a snapshot of any size): `text` is then ''. The
    * answer waits while a returned promise is pending. Other answers are read as text as usual (their error body).
    */
@@ -145,17 +157,34 @@ export class Transport {
       // handshake) is up. Decides whether a failure is "never sent" or "outcome unknown".
       let connected = false
       let settled = false
+      // Whether a chunk of exchange.source has been taken: the source cannot be sent again after that.
+      let sourceTaken = false
+      // The source's writer waits here for the connection to take more ('drain'), or to end.
+      let wake: (() => void) | undefined
+      const wakeSource = (): void => {
+        const waiting = wake
+        wake = undefined
+        waiting?.()
+      }
       const fail = (reason: string, message: string, cause?: unknown): void => {
         if (settled) return
         settled = true
         cleanup()
         // A TLS alert refusing our certificate comes after a TLS 1.3 client counts itself connected, but the server
         // sends it before it reads any request: such a request never reached it.
-        const reached = connected && !CERTIFICATE_REFUSED.has(reason) ? 'maybe' : 'no'
+        const reached = (connected && !CERTIFICATE_REFUSED.has(reason)) || sourceTaken ? 'maybe' : 'no'
         reject(new ConnectionError(endpoint.text, reached, reason, message, { cause }))
+        wakeSource()
       }
       const headers: Record<string, string | number> = { ...exchange.headers }
+      const { source } = exchange
+      if (source !== undefined && exchange.body !== undefined) throw new Error('an exchange takes a body or a source, not both')
       if (exchange.body !== undefined) headers['Content-Length'] = Buffer.byteLength(exchange.body)
+      // Said outright rather than left to node:http, which chunks only the methods that usually carry a body.
+      if (source !== undefined) {
+        if (exchange.sourceBytes === undefined) headers['Transfer-Encoding'] = 'chunked'
+        else headers['Content-Length'] = exchange.sourceBytes
+      }
       const target = { host: endpoint.host, port: endpoint.port, method: exchange.method, path: exchange.path, headers }
       // A connection of the caller's own takes no agent: node:http then uses it for this one request.
       const options = this.createConnection === undefined ? { ...target, agent: this.agent } : { ...target, createConnection: this.createConnection as never }
@@ -178,15 +207,81 @@ export class Transport {
         return
       }
       if (exchange.onSent !== undefined) request.once('finish', exchange.onSent)
+      // Set once an answer begins: the source is then read no further (a server refusing a large body, 403 or 413,
+      // answers before reading it), and a body cut short leaves the connection unfit for the next request.
+      let answered = false
+      let sourceEnded = source === undefined
+      const writeSource = async (from: AsyncIterable<Buffer | Uint8Array>): Promise<void> => {
+        const stopped = (): boolean => settled || answered || request.destroyed
+        const wanted = exchange.sourceBytes
+        const where = `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}`
+        const refuse = (message: string): void => {
+          fail('source', `${where}: ${message}`)
+          request.destroy()
+        }
+        // From the first pull on: a generator that has begun cannot be started again.
+        sourceTaken = true
+        const chunks = from[Symbol.asyncIterator]()
+        let done = false
+        try {
+          let written = 0
+          let next = await chunks.next()
+          while (next.done !== true) {
+            if (stopped()) return
+            const chunk = next.value
+            written += chunk.length
+            if (wanted !== undefined && written > wanted) return refuse(`the body is longer than the ${wanted} bytes announced`)
+            // The chunk that completes the length announced is held until the source is known to end with it: sent
+            // first, it would give the server a whole request that is only the start of the body.
+            if (wanted !== undefined && written === wanted && chunk.length > 0) {
+              const after = await chunks.next()
+              if (after.done !== true) return refuse(`the body is longer than the ${wanted} bytes announced`)
+              done = true
+              if (stopped()) return
+              request.write(chunk)
+              break
+            }
+            if (!request.write(chunk)) {
+              await new Promise<void>((resolve) => {
+                wake = resolve
+                request.once('drain', wakeSource)
+              })
+              request.off('drain', wakeSource)
+            }
+            if (stopped()) return
+            next = await chunks.next()
+          }
+          done = true
+          if (stopped()) return
+          if (wanted !== undefined && written !== wanted) return refuse(`the body ended after ${written} of the ${wanted} bytes announced`)
+          sourceEnded = true
+          request.end()
+        } catch (error) {
+          done = true
+          fail('source', `${where}: reading the body failed: ${(error as Error).message}`, error)
+          request.destroy()
+        } finally {
+          // A source left part-read is closed (a file stream releases its descriptor), as for-await would.
+          if (!done) await chunks.return?.().catch(() => undefined)
+        }
+      }
+      request.on('close', wakeSource)
       request.on('socket', (socket: Socket) => {
-        if (!socket.connecting) connected = true
-        else socket.once(endpoint.secure ? 'secureConnect' : 'connect', () => (connected = true))
+        // The source is read only from here: a request that never got a connection leaves it as it was.
+        const up = (): void => {
+          connected = true
+          if (source !== undefined && !settled) void writeSource(source)
+        }
+        if (!socket.connecting) up()
+        else socket.once(endpoint.secure ? 'secureConnect' : 'connect', up)
       })
       request.on('error', (error: NodeJS.ErrnoException) => {
         const reason = error.code ?? 'error'
         fail(reason, `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: ${describe(error)}`, error)
       })
       request.on('response', (response) => {
+        answered = true
+        wakeSource()
         const chunks: Buffer[] = []
         let size = 0
         const status = response.statusCode ?? 0
@@ -222,9 +317,11 @@ export class Transport {
           settled = true
           cleanup()
           resolve({ status: response.statusCode ?? 0, headers: response.headers, text: Buffer.concat(chunks).toString('utf8') })
+          // An answer before the whole body went (a refusal): the request can never be completed on this connection.
+          if (!sourceEnded) request.destroy()
         })
       })
-      request.end(exchange.body)
+      if (source === undefined) request.end(exchange.body)
     })
   }
 }
