@@ -28,6 +28,7 @@ import { RateLimiter } from '../http/rate-limit.js'
 import { OidcStateSealer } from '../acl/auth/oidc-state.js'
 import { cloudSettingsProblem, LinkController, linkFromSettings } from '../controllers/link-controller.js'
 import { TokenReaper } from '../controllers/token-reaper.js'
+import { SnapshotRestorer } from '../controllers/snapshot-restore.js'
 import { ConfigError, formatAddress, type AgentConfig, type ConfigWarning } from './config.js'
 import { loadTlsFiles, type TlsMaterial } from './tls-files.js'
 import { inProcessHttp } from './in-process-http.js'
@@ -230,6 +231,11 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
         }),
   })
   metrics.readFrom(agentMetricSources({ started, state, resolver, replicator }))
+  // Archives being restored are spooled here; what a crash left behind is of no use.
+  const spoolDirectory = join(dataDir, 'restore-spool')
+  await rm(spoolDirectory, { recursive: true, force: true })
+  const restorer = new SnapshotRestorer(state, replica, { spoolDirectory, log: log.child({ module: 'snapshot-restore' }), now })
+  restorer.start()
   const app = createApp({
     state,
     cluster: replica,
@@ -256,6 +262,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     forwarder,
     replication: replicator,
     metrics,
+    restorer,
   })
   const reaper = new TokenReaper(state, replica, { intervalMs: 1_000, batchSizeMax: 4_096, now, log: log.child({ module: 'token-reaper' }) })
   reaper.start()
@@ -312,6 +319,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
     // A port in use: close what was bound and the rest of the agent, then report.
     for (const server of servers) server.close()
     closing.abort()
+    restorer.stop()
     await reaper.stop()
     await linkController.stop()
     const replicating = replicator?.stop()
@@ -350,6 +358,7 @@ export async function startAgent(config: AgentConfig, log: Logger, onFatal: (err
       await httpClosed
       clearInterval(idleSweep)
       clearTimeout(forced)
+      restorer.stop()
       await reaper.stop()
       await linkController.stop()
       // The replication loop may be waiting on the primary's blocking query (minutes): stopping the WAN links below

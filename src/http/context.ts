@@ -2,6 +2,7 @@
  * What every route handler reaches through `ctx.state.app`: the state store (reads), the cluster (writes), the token
  * resolver, and the agent settings the API exposes or enforces.
  */
+import type { SnapshotRestorer } from '../controllers/snapshot-restore.js'
 import type { Context } from 'koa'
 import type { Logger } from 'pino'
 import type { Cluster } from '../rpc/index.js'
@@ -55,6 +56,8 @@ export interface AppServices {
   replication?: { status(): ReplicationStatusView } | undefined
   /** The agent's metrics (src/metrics, wired by the agent): what `GET /v1/agent/metrics` serves. */
   metrics?: ApiMetrics | undefined
+  /** Restores snapshot archives (`PUT /v1/snapshot`); absent where nothing can spool an upload. */
+  restorer?: SnapshotRestorer | undefined
 }
 
 /** The metrics as the HTTP layer sees them: one call per answered request, and the two forms of the endpoint. */

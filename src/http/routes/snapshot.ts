@@ -17,6 +17,8 @@ import { wardenVersion } from '../../lib/version.js'
 import { archiveFrames } from '../../lib/snapshot-archive.js'
 import { openStateSnapshot } from '../../state/snapshot.js'
 import type { StateStore } from '../../state/store.js'
+import { RESTORE_UPLOAD_BYTES_MAX } from '../../controllers/snapshot-restore.js'
+import { auditBeforeChange, auditProposed } from '../audit.js'
 import type { ApiContext } from '../context.js'
 import { setResponseHeader } from '../headers.js'
 import { hasParam, requirePermission } from '../request.js'
@@ -34,7 +36,7 @@ async function saveSnapshot(ctx: ApiContext): Promise<void> {
   const release = (): void => void savesInFlight.set(state, (savesInFlight.get(state) ?? 1) - 1)
   let reader: Awaited<ReturnType<typeof openStateSnapshot>>
   try {
-    reader = await openStateSnapshot(state)
+    reader = await openStateSnapshot(state, { staged: false })
   } catch (error) {
     release()
     throw error
@@ -59,6 +61,25 @@ async function saveSnapshot(ctx: ApiContext): Promise<void> {
   ctx.body = gzip
 }
 
+/**
+ * `PUT /v1/snapshot`: restores the archive in the body on every server of the datacenter (controllers/snapshot-restore.ts
+ * drives it, state/restore.ts applies it). acl:write, as the save. Answers 200 with an empty body, as Consul, and the
+ * restore's index in `X-Service-Index`; a faulty archive is a 400 naming the fault, with nothing changed.
+ */
+async function restoreSnapshot(ctx: ApiContext): Promise<void> {
+  await requirePermission(ctx, 'acl', 'write')
+  const restorer = ctx.state.app.restorer
+  if (restorer === undefined) throw new WardenError('internal', 'snapshot: this server cannot restore snapshots (it has no data directory to spool them to)')
+  const announced = Number(ctx.get('content-length') || '0')
+  if (announced > RESTORE_UPLOAD_BYTES_MAX) throw new WardenError('payload_too_large', `snapshot: the archive is larger than ${RESTORE_UPLOAD_BYTES_MAX} bytes`)
+  const outcome = await restorer.restore(ctx.req, { beforePropose: (id) => auditBeforeChange(ctx, 'snapshot.restore', { kind: 'snapshot', id }) })
+  auditProposed(ctx, outcome.index)
+  setResponseHeader(ctx, 'Index', String(outcome.index))
+  ctx.status = 200
+  ctx.body = ''
+}
+
 export function snapshotRoutes(router: Router): void {
   router.get('/v1/snapshot', (ctx) => saveSnapshot(ctx as ApiContext))
+  router.put('/v1/snapshot', (ctx) => restoreSnapshot(ctx as ApiContext))
 }
