@@ -76,7 +76,10 @@ export interface ProcessUsage {
   cpuPercent: number
 }
 
-/** Samples processes every 250 ms between start() and stop(). */
+/**
+ * Samples processes every 250 ms (or `intervalMs`) between start() and stop(). A shorter interval for short spikes
+ * of memory that a 250 ms sample could miss (a snapshot's save or restore, where the peak is the figure).
+ */
 export class UsageMonitor {
   private readonly first = new Map<number, ProcSample>()
   private readonly last = new Map<number, ProcSample>()
@@ -84,12 +87,15 @@ export class UsageMonitor {
   private timer: NodeJS.Timeout | undefined
   private startedAt = 0
 
-  constructor(private readonly watched: Watched[]) {}
+  constructor(
+    private readonly watched: Watched[],
+    private readonly intervalMs = SAMPLE_INTERVAL_MS,
+  ) {}
 
   start(): this {
     this.startedAt = performance.now()
     this.sample()
-    this.timer = setInterval(() => this.sample(), SAMPLE_INTERVAL_MS)
+    this.timer = setInterval(() => this.sample(), this.intervalMs)
     return this
   }
 

@@ -4,7 +4,7 @@
  * throughput and p99, so no plotting dependency is needed).
  */
 import type { ProcessUsage } from './procfs.js'
-import { KOA_SAME_CLIENT, type LagFigures, type LatencyWindow, type LinksSummary, type Ratio, type ReplicationSummary, type Results, type Row, type Target } from './results.js'
+import { KOA_SAME_CLIENT, type LagFigures, type LatencyWindow, type LinksSummary, type Ratio, type ReplicationSummary, type Results, type Row, type ScaleSnapshot, type Target } from './results.js'
 
 /** The issue's etcd figures on its reference machine, used only when etcd was not measured in this run. */
 const ISSUE_ETCD_PUT_RPS = 3_700
@@ -232,6 +232,7 @@ export function renderSummary(results: Results): string {
         `default leader p50 ${scale.listByPolicy.defaultLeaderP50Ms} ms max ${scale.listByPolicy.defaultLeaderMaxMs} ms; restart to serving ${scale.restartToServingMs} ms (caught up ${scale.restartCaughtUpMs} ms); ` +
         `wiped node caught up in ${scale.wipedCatchUpMs ?? 'timeout'} ms; RSS after ${JSON.stringify(scale.rssAfterRestartMb)} MB${scale.rssFileAfterRestartMb === undefined ? '' : ` (of which mapped files: ${JSON.stringify(scale.rssFileAfterRestartMb)} MB)`}${scale.notes.length > 0 ? `; ${scale.notes.join('; ')}` : ''}`,
     )
+    if (scale.snapshot !== undefined) out.push(renderScaleSnapshot(scale.snapshot))
   }
   if (results.replication !== undefined) out.push(...renderReplication(results.replication))
   if (results.ratios.length > 0) {
@@ -290,6 +291,32 @@ function renderReplication(replication: ReplicationSummary): string[] {
   return out
 }
 
+/** Peak RSS per node as `n1 300 MB · n2 280 MB`, the node named `leader` marked (L). */
+function rssPerNode(rss: Record<string, number>, leader: string): string {
+  return Object.entries(rss)
+    .map(([node, mb]) => `${node}${node === leader ? '(L)' : ''} ${formatNumber(mb)} MB`)
+    .join(' · ')
+}
+
+/** The scale workload's snapshot save and restore (results.ts ScaleSnapshot), one line; its failures are the scale notes. */
+function renderScaleSnapshot(snapshot: ScaleSnapshot): string {
+  const { save, restore } = snapshot
+  const tokens = save.records?.['token']
+  const saved =
+    `scale, snapshot: saved from ${save.node} in ${formatNumber(save.seconds)} s, ${formatNumber(save.archiveMb)} MB at index ${save.index}` +
+    `${tokens === undefined ? '' : ` (${tokens.toLocaleString('en-US')} tokens)`}, leader peak RSS ${formatNumber(save.leaderPeakRssMb)} MB (CPU ${formatNumber(save.leaderCpuPercent)}%); ` +
+    `${snapshot.writesAfterSave} tokens created after it; `
+  if (restore === null) return `${saved}restore failed (see the scale notes)`
+  const followers = Object.entries(restore.followerCaughtUpMs)
+    .map(([node, ms]) => `${node} ${ms === null ? 'timed out' : `${formatNumber(ms)} ms`}`)
+    .join(', ')
+  return (
+    `${saved}restored on ${restore.node} in ${formatNumber(restore.seconds)} s (index ${restore.index}), peak RSS ${rssPerNode(restore.peakRssMb, restore.node)}; ` +
+    `followers caught up ${restore.followersCaughtUpMs === null ? 'not all' : `in ${formatNumber(restore.followersCaughtUpMs)} ms`} (${followers}); ` +
+    `restored state checked on every node: ${restore.verified === null ? 'not checked' : restore.verified ? 'as saved' : 'MISMATCH (see the scale notes)'}`
+  )
+}
+
 /** The links workload's medians and costs (results.ts LinksSummary), two lines. */
 function renderLinks(links: LinksSummary): string[] {
   const figure = (key: string, label: string): string => {
@@ -311,6 +338,19 @@ export function renderMarkdown(results: Results): string {
   const lines = ['| Workload | Case | Cluster | Conn | req/s | p50 ms | p99 ms | Errors | RSS, CPU per process |', '|---|---|---|--:|--:|--:|--:|--:|---|']
   for (const row of results.rows) {
     lines.push(`| ${row.workload} | ${row.name} | ${row.cluster} | ${row.connections} | ${formatNumber(row.rps)} | ${formatNumber(row.p50Ms)} | ${formatNumber(row.p99Ms)} | ${row.errors} | ${processSummary(row.processes)} |`)
+  }
+  const snapshot = results.scale?.snapshot
+  if (results.scale !== undefined && snapshot !== undefined) {
+    const { save, restore } = snapshot
+    const caughtUp = restore === null ? '—' : restore.followersCaughtUpMs === null ? 'timed out' : formatNumber(restore.followersCaughtUpMs)
+    const verified = restore?.verified === undefined || restore.verified === null ? 'n/a' : restore.verified ? 'yes' : 'no'
+    lines.push(
+      '',
+      '| Snapshot (scale) | Tokens | Save s | Archive MB | Save peak RSS, leader | Restore s | Restore peak RSS per node | Followers caught up ms | Restored state checked |',
+      '|---|--:|--:|--:|--:|--:|---|--:|---|',
+      `| save from the leader, ${snapshot.writesAfterSave} token creates, restore on the leader | ${results.scale.loaded.toLocaleString('en-US')} | ${formatNumber(save.seconds)} | ${formatNumber(save.archiveMb)} | ` +
+        `${formatNumber(save.leaderPeakRssMb)} MB | ${restore === null ? 'failed' : formatNumber(restore.seconds)} | ${restore === null ? '—' : rssPerNode(restore.peakRssMb, restore.node)} | ${caughtUp} | ${verified} |`,
+    )
   }
   if (results.targets.length > 0) {
     lines.push('', `| Target (${targetIssues(results)}) | Measured | Met |`, '|---|---|---|')

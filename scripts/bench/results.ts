@@ -94,7 +94,46 @@ export interface ScaleSummary {
   rssAfterRestartMb: Record<string, number>
   /** The file-backed part of rssAfterRestartMb (procfs.ts rssFileMb); absent in results older than it. */
   rssFileAfterRestartMb?: Record<string, number>
+  /** Save and restore of the loaded state (issue 20), the scale workload's last step; absent when it did not run. */
+  snapshot?: ScaleSnapshot
   notes: string[]
+}
+
+/**
+ * The scale workload's snapshot step: GET /v1/snapshot from the leader streamed to a file, then writes the restore
+ * must undo, then PUT /v1/snapshot of that file to the leader. Failures are in ScaleSummary.notes.
+ */
+export interface ScaleSnapshot {
+  save: {
+    node: string
+    /** From the request to the archive's last byte on disk. */
+    seconds: number
+    archiveMb: number
+    /** X-Service-Index of the save. */
+    index: number
+    /** The leader's highest RSS while it streamed the archive (sampled every 100 ms), and its CPU over the save. */
+    leaderPeakRssMb: number
+    leaderCpuPercent: number
+    /** Records per table, as the archive's end record counts them (verified by reading the archive back); null: unreadable. */
+    records: Record<string, number> | null
+  }
+  /** Tokens created between the save and the restore, which the restore must remove. */
+  writesAfterSave: number
+  restore: {
+    node: string
+    /** From the request to its 200 (the whole archive sent, the restore committed). */
+    seconds: number
+    /** X-Service-Index of the restore's answer (NaN when it had none). */
+    index: number
+    /** Every node's highest RSS from the request to the followers having applied the restore (sampled every 100 ms). */
+    peakRssMb: Record<string, number>
+    /** ms from the 200 to each follower's applied index reaching the restore's; null: not within the timeout. */
+    followerCaughtUpMs: Record<string, number | null>
+    /** The slowest of followerCaughtUpMs; null when any follower had not caught up. */
+    followersCaughtUpMs: number | null
+    /** Whether every node showed the saved state (the later tokens gone, an earlier one there, a policy's count); null: not checked. */
+    verified: boolean | null
+  } | null
 }
 
 /** One case of the links workload over its rounds. */

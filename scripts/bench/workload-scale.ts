@@ -4,17 +4,26 @@
  * each node's RSS, the latency of listing one policy's tokens (GET /v1/acl/tokens?policy=ID, N/1,000 tokens each),
  * the time a follower takes from its restart to serving (and to having caught up), and the time a follower whose
  * data dir was wiped takes to catch up (by snapshot, the log having been compacted long before), with one write a
- * second going on meanwhile.
+ * second going on meanwhile. Last, since a restore replaces the state the other steps measure: a snapshot of the
+ * state saved from the leader, 100 tokens created, and the snapshot restored (issue 20), with the time, size and
+ * peak RSS of each, and a check on every node that the state is the saved one again.
  *
  * Bounded in time: the load stops after --scale-minutes (default 20) whatever it reached, and what was loaded is
- * what the rest measures; each later step has its own timeout.
+ * what the rest measures; each later step has its own timeout. A snapshot step that fails leaves a note, and the
+ * figures before it stand.
  */
-import { rm } from 'node:fs/promises'
+import { once } from 'node:events'
+import { createReadStream, createWriteStream } from 'node:fs'
+import { rm, stat } from 'node:fs/promises'
+import { request as httpRequest } from 'node:http'
+import { join } from 'node:path'
+import { parseAddress } from '../../src/api/transport.js'
+import { inspectArchive } from '../../src/cli/commands/snapshot.js'
 import { runTracked } from './children.js'
 import { jsonHeaders, load, sleep, type BenchContext } from './context.js'
 import { pool, percentile } from './http-client.js'
-import { rssFileMb, rssMb } from './procfs.js'
-import type { ScaleSummary } from './results.js'
+import { rssFileMb, rssMb, UsageMonitor, type ProcessUsage } from './procfs.js'
+import type { ScaleSnapshot, ScaleSummary } from './results.js'
 import type { WardenCluster } from './warden.js'
 
 const POLICIES = 1_000
@@ -23,6 +32,16 @@ const LIST_SAMPLES = 20
 const RESTART_TIMEOUT_MS = 120_000
 /** Past the issue's bound (2 minutes) with room to spare, and short enough that a node that never catches up does not hold the run. */
 const WIPED_TIMEOUT_MS = 5 * 60_000
+/** A save or a restore of 1,000,000 tokens takes minutes on this machine; one still running after this has hung. */
+const SNAPSHOT_TIMEOUT_MS = 30 * 60_000
+/** Peak RSS is the figure of a save or a restore, and a spike of a few hundred ms would slip between 250 ms samples. */
+const SNAPSHOT_SAMPLE_MS = 100
+/** Tokens created between the save and the restore: the restore must remove every one of them, on every node. */
+const WRITES_AFTER_SAVE = 100
+/** From the restore's 200 to every follower having applied it: as long as the wiped follower's catch-up may take. */
+const RESTORE_APPLIED_TIMEOUT_MS = WIPED_TIMEOUT_MS
+/** One check call of the restored state; each is a single record or one policy's N/1,000 tokens. */
+const CHECK_TIMEOUT_MS = 30_000
 
 export async function wardenScale(ctx: BenchContext, warden: WardenCluster, tokens: number): Promise<void> {
   const notes: string[] = []
@@ -130,7 +149,292 @@ export async function wardenScale(ctx: BenchContext, warden: WardenCluster, toke
     rssFileAfterRestartMb: Object.fromEntries(warden.nodes().map((node) => [node, rssFileMb(warden.pid(node))])),
     notes,
   }
+  // Recorded before the snapshot step: whatever becomes of it, the figures above stand.
   ctx.results.scale = summary
+  const snapshot = await snapshotSaveRestore(ctx, warden, policyIds[0]!, notes)
+  if (snapshot !== undefined) summary.snapshot = snapshot
+}
+
+interface PolicyTokens {
+  count: number
+  accessors: string[]
+}
+
+/** The tokens linked to one policy, as `node` lists them (`query` '&stale' for its own state). */
+async function tokensOfPolicy(warden: WardenCluster, node: string, policyId: string, query: string): Promise<PolicyTokens> {
+  const answer = await warden.call(node, 'GET', `/v1/acl/tokens?policy=${policyId}${query}`, { timeoutMs: CHECK_TIMEOUT_MS })
+  if (answer.status !== 200) throw new Error(`list tokens of a policy on ${node}: ${answer.status} ${answer.text.slice(0, 200)}`)
+  const tokens = JSON.parse(answer.text) as Array<{ AccessorID: string }>
+  return { count: tokens.length, accessors: tokens.map((token) => token.AccessorID) }
+}
+
+/**
+ * Save, writes, restore, check (see the file's comment). Answers what it measured, undefined when the save itself
+ * failed; every failure and every mismatch of the restored state is a note.
+ */
+async function snapshotSaveRestore(ctx: BenchContext, warden: WardenCluster, policyId: string, notes: string[]): Promise<ScaleSnapshot | undefined> {
+  const file = join(ctx.workDir, 'scale.snapshot')
+  const failed = (what: string, error: unknown): void => void notes.push(`snapshot: ${what} failed: ${error instanceof Error ? error.message : String(error)}`)
+  try {
+    await warden.refreshRoles()
+    const leader = warden.leader
+    // What the restore must bring back, read before the save (nothing writes between the two): one policy's token
+    // count, on every node after the restore, and one of its tokens, which must still resolve.
+    let before: PolicyTokens
+    try {
+      before = await tokensOfPolicy(warden, leader, policyId, '')
+    } catch (error) {
+      failed('reading the state before the save', error)
+      return undefined
+    }
+
+    ctx.progress.step(`scale: snapshot save from ${leader}`)
+    let save: ScaleSnapshot['save']
+    try {
+      const saved = await saveArchive(warden, leader, file)
+      save = {
+        node: leader,
+        seconds: round1(saved.seconds),
+        archiveMb: round1(saved.bytes / 1024 / 1024),
+        index: saved.index,
+        leaderPeakRssMb: saved.usage?.rssMb ?? Number.NaN,
+        leaderCpuPercent: saved.usage?.cpuPercent ?? Number.NaN,
+        records: null,
+      }
+    } catch (error) {
+      failed(`GET /v1/snapshot on ${leader}`, error)
+      return undefined
+    }
+    // Read back as an operator's `warden snapshot inspect` would: the archive must be whole, and its counts say what
+    // was saved (the restore is checked against the state, so a damaged archive is a note, not the end of the step).
+    try {
+      const { meta, end } = await inspectArchive(file)
+      save.records = end.Records
+      if (meta.Index !== save.index) notes.push(`snapshot: the archive's index ${meta.Index} differs from the save's X-Service-Index ${save.index}`)
+    } catch (error) {
+      failed('reading the saved archive back', error)
+    }
+
+    ctx.progress.step(`scale: ${WRITES_AFTER_SAVE} token creates after the save`)
+    const created: string[] = []
+    try {
+      await pool(WRITES_AFTER_SAVE, 16, async (n) => {
+        const token = await warden.json<{ AccessorID: string }>(leader, 'PUT', '/v1/acl/token', { Description: `scale after the snapshot ${n}`, Policies: [{ ID: policyId }] })
+        created.push(token.AccessorID)
+      })
+      const grown = await tokensOfPolicy(warden, leader, policyId, '')
+      // Else the check after the restore would prove nothing.
+      if (grown.count !== before.count + WRITES_AFTER_SAVE) notes.push(`snapshot: after ${WRITES_AFTER_SAVE} creates the policy lists ${grown.count} tokens, expected ${before.count + WRITES_AFTER_SAVE}`)
+    } catch (error) {
+      failed(`creating tokens after the save (${created.length} created)`, error)
+    }
+    const result: ScaleSnapshot = { save, writesAfterSave: created.length, restore: null }
+
+    ctx.progress.step(`scale: snapshot restore on ${leader}`)
+    // Every node from the request on: the leader reads and installs the archive, the followers take it afterwards.
+    const monitor = new UsageMonitor(warden.watched(), SNAPSHOT_SAMPLE_MS).start()
+    let usage: ProcessUsage[] = []
+    let restored: { status: number; index: number; text: string } | undefined
+    let restoreSeconds = Number.NaN
+    let caughtUp: Record<string, number | null> = {}
+    const followers = warden.nodes().filter((node) => node !== leader)
+    try {
+      const startedAt = performance.now()
+      restored = await putArchive(warden.address(leader), warden.token, file, SNAPSHOT_TIMEOUT_MS)
+      const answeredAt = performance.now()
+      restoreSeconds = round1((answeredAt - startedAt) / 1000)
+      if (restored.status !== 200) {
+        notes.push(`snapshot: PUT /v1/snapshot on ${leader} answered ${restored.status} after ${restoreSeconds} s: ${restored.text.slice(0, 300)}`)
+      } else {
+        if (restored.text !== '') notes.push(`snapshot: PUT /v1/snapshot answered 200 with a body (expected none): ${restored.text.slice(0, 200)}`)
+        let index = restored.index
+        if (!Number.isFinite(index)) {
+          // Without the header there is no index to wait for: the leader's own applied index after the 200 is the
+          // nearest stand-in (it holds the restore, and whatever came after it).
+          const statuses = await warden.cluster.status().catch(() => [])
+          index = statuses.find((status) => status.node === leader)?.appliedIndex ?? Number.NaN
+          notes.push(`snapshot: PUT /v1/snapshot answered 200 without X-Service-Index; waited for the leader's applied index ${index}`)
+        } else if (index <= save.index) {
+          notes.push(`snapshot: the restore's index ${index} is not above the save's ${save.index}`)
+        }
+        if (Number.isFinite(index)) caughtUp = await waitApplied(warden, followers, index, answeredAt, RESTORE_APPLIED_TIMEOUT_MS)
+      }
+    } catch (error) {
+      failed(`PUT /v1/snapshot on ${leader}`, error)
+    } finally {
+      usage = monitor.stop()
+    }
+    if (restored === undefined || restored.status !== 200) return result
+
+    const slowest = followers.map((node) => caughtUp[node] ?? null)
+    const behind = followers.filter((node) => (caughtUp[node] ?? null) === null)
+    if (behind.length > 0) notes.push(`snapshot: ${behind.join(', ')} had not applied the restore's index ${restored.index} ${RESTORE_APPLIED_TIMEOUT_MS / 60_000} minutes after its 200`)
+    result.restore = {
+      node: leader,
+      seconds: restoreSeconds,
+      index: restored.index,
+      peakRssMb: Object.fromEntries(usage.filter((item) => item.label !== 'proxy').map((item) => [item.label, item.rssMb])),
+      followerCaughtUpMs: Object.fromEntries(followers.map((node) => [node, caughtUp[node] ?? null])),
+      followersCaughtUpMs: slowest.some((ms) => ms === null) ? null : Math.max(0, ...(slowest as number[])),
+      verified: null,
+    }
+
+    ctx.progress.step('scale: check the restored state on every node')
+    try {
+      result.restore.verified = await checkRestored(warden, { policyId, before, created, notes })
+    } catch (error) {
+      failed('checking the restored state', error)
+    }
+    // A restore that stalls the leader's event loop long enough costs it its leadership: worth knowing.
+    await warden.refreshRoles().catch(() => undefined)
+    if (warden.leader !== leader) notes.push(`snapshot: the leader changed from ${leader} to ${warden.leader} during the restore`)
+    return result
+  } catch (error) {
+    // Whatever the steps above did not expect (no leader to be found, say): a note like theirs, not a lost workload.
+    failed('the save and restore', error)
+    return undefined
+  } finally {
+    // Hundreds of MB at 1,000,000 tokens, in the run's scratch directory: not kept until the run ends.
+    await rm(file, { force: true })
+  }
+}
+
+/**
+ * GET /v1/snapshot from `node` into `file` as it arrives (the answer waits while the disk catches up, so the bench
+ * holds one chunk at a time), with `node`'s peak RSS and CPU sampled meanwhile.
+ */
+async function saveArchive(warden: WardenCluster, node: string, file: string): Promise<{ seconds: number; bytes: number; index: number; usage: ProcessUsage | undefined }> {
+  const out = createWriteStream(file, { mode: 0o600 })
+  await once(out, 'open')
+  const monitor = new UsageMonitor(
+    warden.watched().filter((item) => item.label === node),
+    SNAPSHOT_SAMPLE_MS,
+  ).start()
+  let bytes = 0
+  let usage: ProcessUsage[] = []
+  try {
+    const startedAt = performance.now()
+    const meta = await warden.clients.for(warden.address(node)).download(
+      '/v1/snapshot',
+      async (chunk) => {
+        bytes += chunk.length
+        if (!out.write(chunk)) await once(out, 'drain')
+      },
+      { token: warden.token, timeoutMs: SNAPSHOT_TIMEOUT_MS },
+    )
+    out.end()
+    await once(out, 'close')
+    const seconds = (performance.now() - startedAt) / 1000
+    usage = monitor.stop()
+    return { seconds, bytes, index: meta.index, usage: usage[0] }
+  } finally {
+    monitor.stop()
+    out.destroy()
+  }
+}
+
+/**
+ * PUT /v1/snapshot with `file` as the body, streamed from disk, on a connection of its own (the API client sends
+ * bodies from memory only, and a 1,000,000-token archive is not to be held). Answers the status, X-Service-Index
+ * (NaN when absent) and the body (its first 64 KB: an error's JSON).
+ */
+async function putArchive(address: string, token: string, file: string, timeoutMs: number): Promise<{ status: number; index: number; text: string }> {
+  const { host, port } = parseAddress(address)
+  const { size } = await stat(file)
+  return new Promise((resolve, reject) => {
+    let settled = false
+    const source = createReadStream(file)
+    const request = httpRequest({
+      host,
+      port,
+      method: 'PUT',
+      path: '/v1/snapshot',
+      agent: false,
+      headers: { 'X-Service-Token': token, 'Content-Type': 'application/gzip', 'Content-Length': size },
+    })
+    const settle = (finish: () => void): void => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      finish()
+    }
+    const timer = setTimeout(() => {
+      settle(() => reject(new Error(`PUT /v1/snapshot on ${address}: no answer within ${Math.round(timeoutMs / 60_000)} minutes`)))
+      source.destroy()
+      request.destroy()
+    }, timeoutMs)
+    source.on('error', (error) => request.destroy(error))
+    request.on('error', (error) => settle(() => reject(new Error(`PUT /v1/snapshot on ${address}: ${error.message}`))))
+    request.on('response', (response) => {
+      const chunks: Buffer[] = []
+      let kept = 0
+      response.on('data', (chunk: Buffer) => {
+        if (kept >= 64 * 1024) return
+        chunks.push(chunk)
+        kept += chunk.length
+      })
+      response.on('error', (error) => settle(() => reject(new Error(`PUT /v1/snapshot on ${address}: the answer broke off: ${error.message}`))))
+      response.on('end', () => {
+        const header = response.headers['x-service-index']
+        const index = typeof header === 'string' && header !== '' ? Number(header) : Number.NaN
+        settle(() => resolve({ status: response.statusCode ?? 0, index, text: Buffer.concat(chunks).toString('utf8') }))
+      })
+    })
+    source.pipe(request)
+  })
+}
+
+/** ms from `startedAt` until each of `nodes` has applied `index` (cluster status), null for those that had not by `timeoutMs`. */
+async function waitApplied(warden: WardenCluster, nodes: string[], index: number, startedAt: number, timeoutMs: number): Promise<Record<string, number | null>> {
+  const reached = new Map<string, number>()
+  while (reached.size < nodes.length && performance.now() - startedAt < timeoutMs) {
+    const statuses = await warden.cluster.status().catch(() => [])
+    for (const status of statuses) {
+      if (nodes.includes(status.node) && !reached.has(status.node) && status.appliedIndex >= index) reached.set(status.node, Math.round(performance.now() - startedAt))
+    }
+    if (reached.size < nodes.length) await sleep(100)
+  }
+  return Object.fromEntries(nodes.map((node) => [node, reached.get(node) ?? null]))
+}
+
+/**
+ * On every node, from its own state (?stale, each having applied the restore): none of the tokens created after the
+ * save, one token from before it, and the policy's count as it was. Mismatches become notes; answers whether there
+ * were none.
+ */
+async function checkRestored(warden: WardenCluster, check: { policyId: string; before: PolicyTokens; created: string[]; notes: string[] }): Promise<boolean> {
+  const { policyId, before, created, notes } = check
+  let clean = true
+  const earlier = before.accessors[0]
+  for (const node of warden.nodes()) {
+    const statuses = new Map<number, number>()
+    await pool(created.length, 16, async (n) => {
+      const answer = await warden.call(node, 'GET', `/v1/acl/token/${created[n]}?stale`, { timeoutMs: CHECK_TIMEOUT_MS })
+      statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
+    })
+    const gone = statuses.get(404) ?? 0
+    if (gone !== created.length) {
+      clean = false
+      notes.push(`snapshot: on ${node}, ${created.length - gone} of the ${created.length} tokens created after the save were not gone after the restore (statuses ${[...statuses].map(([status, count]) => `${status}×${count}`).join(' ')})`)
+    }
+    if (earlier !== undefined) {
+      const answer = await warden.call(node, 'GET', `/v1/acl/token/${earlier}?stale`, { timeoutMs: CHECK_TIMEOUT_MS })
+      if (answer.status !== 200) {
+        clean = false
+        notes.push(`snapshot: on ${node}, a token from before the save answered ${answer.status} after the restore`)
+      }
+    }
+    const after = await tokensOfPolicy(warden, node, policyId, '&stale')
+    if (after.count !== before.count) {
+      clean = false
+      notes.push(`snapshot: on ${node}, the policy lists ${after.count} tokens after the restore, ${before.count} when saved`)
+    }
+  }
+  return clean
+}
+
+function round1(value: number): number {
+  return Math.round(value * 10) / 10
 }
 
 async function dataDirKb(directory: string): Promise<number> {
