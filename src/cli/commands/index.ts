@@ -9,7 +9,7 @@ import { aclBootstrap, tokenClone, tokenCreate, tokenDelete, tokenList, tokenRea
 import { configDelete, configList, configRead, configWrite } from './config.js'
 import { login, logout } from './login.js'
 import { catalogDatacenters, keygen, listPeers, members, removePeer, transferLeader } from './operator.js'
-import { snapshotInspect, snapshotSave } from './snapshot.js'
+import { snapshotInspect, snapshotRestore, snapshotSave } from './snapshot.js'
 import { caCreate, certCreate } from './tls.js'
 
 export const COMMANDS: readonly Command[] = [
@@ -56,6 +56,7 @@ export const COMMANDS: readonly Command[] = [
   catalogDatacenters,
   keygen,
   snapshotSave,
+  snapshotRestore,
   snapshotInspect,
   caCreate,
   certCreate,

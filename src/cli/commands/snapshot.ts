@@ -1,8 +1,9 @@
 /**
- * `warden snapshot save FILE` and `warden snapshot inspect FILE`, as Consul's: save streams GET /v1/snapshot into
- * FILE (through FILE.partial, renamed once the archive is verified, so FILE is never a half-written archive), and
- * inspect reads an archive and prints its metadata and the records of each table. On a terminal, a progress line on
- * standard error counts the bytes as a large archive goes by.
+ * `warden snapshot save FILE`, `warden snapshot restore FILE` and `warden snapshot inspect FILE`, as Consul's: save
+ * streams GET /v1/snapshot into FILE (through FILE.partial, renamed once the archive is verified, so FILE is never a
+ * half-written archive); restore verifies FILE, then streams it to PUT /v1/snapshot; inspect reads an archive and
+ * prints its metadata and the records of each table. On a terminal, a progress line on standard error counts the
+ * bytes as a large archive goes by.
  */
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs'
 import { rename, rm, stat } from 'node:fs/promises'
@@ -15,6 +16,8 @@ import { columns } from './operator.js'
 
 /** A whole save may take this long (a million tokens: minutes); the server must start answering within the usual minute. */
 const SAVE_TIMEOUT_MS = 60 * 60_000
+/** A whole restore, sending the archive and the datacenter installing it, may take as long as a save. */
+const RESTORE_TIMEOUT_MS = SAVE_TIMEOUT_MS
 
 function onePath(context: CommandContext, what: string): string {
   const [file, ...extra] = context.flags.positionals
@@ -107,6 +110,56 @@ export const snapshotSave: Command = {
       throw error
     }
   },
+}
+
+export const snapshotRestore: Command = {
+  path: 'snapshot restore',
+  synopsis: 'Restore a snapshot of the state',
+  help: `Usage: warden snapshot restore [options] FILE
+
+  Restores the state saved in FILE by "warden snapshot save" on every server of the datacenter (a management token,
+  acl:write, is needed). Whatever was written since the snapshot is lost: every record is as FILE holds it. FILE is
+  verified first (checksum and counts), and a damaged one is refused before anything is sent; the servers check it
+  again and restore all of it or nothing:
+
+      $ warden snapshot restore backup.snap`,
+  flags: {},
+  async run(context) {
+    const file = onePath(context, 'to restore the snapshot from')
+    let size: number
+    try {
+      size = (await stat(file)).size
+    } catch (error) {
+      throw new CommandError(`Error opening snapshot file: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+    }
+    const verifying = progress(context, 'Verifying snapshot')
+    await inspectArchive(file, (bytes) => verifying.add(bytes)).catch((error: unknown) => {
+      throw new CommandError(`Error verifying snapshot file: ${(error as Error).message}`)
+    })
+    verifying.done()
+    const shown = progress(context, 'Restoring snapshot')
+    const source = createReadStream(file)
+    try {
+      await context.api('Error restoring snapshot', () =>
+        // The length verified above is announced, so a file cut short or grown since fails the request before the
+        // server holds a whole body (the servers verify the archive again in any case).
+        context.client.upload('/v1/snapshot', counted(source, (bytes) => shown.add(bytes)), { bytes: size, timeoutMs: RESTORE_TIMEOUT_MS }),
+      )
+    } finally {
+      source.destroy()
+      // Ends the progress line on failure too, so the error is a line of its own.
+      shown.done()
+    }
+    context.print('Restored snapshot')
+  },
+}
+
+/** The chunks of `source` as they are read, each counted first (the progress line shows what went to the connection). */
+async function* counted(source: AsyncIterable<Buffer>, onBytes: (bytes: number) => void): AsyncGenerator<Buffer> {
+  for await (const chunk of source) {
+    onBytes(chunk.length)
+    yield chunk
+  }
 }
 
 export const snapshotInspect: Command = {
