@@ -1,0 +1,243 @@
+/**
+ * The state machine's side of a snapshot restore (state/restore.ts) over real LevelDB: what commit builds (records
+ * back with their CreateIndex, ModifyIndex and table indexes at the commit, indexes rebuilt from the records, members
+ * kept, nothing staged left), the refusals (writes while open, chunks out of order, pairs that are no record, a commit
+ * that did not get everything), a restore half way carried by a Raft snapshot to another store, and crashes between
+ * building the restored state and switching to it.
+ */
+import { expect } from 'chai'
+import { encode } from '../../../src/state/codec.js'
+import { COMMAND_VERSION, type ApplyResult, type Command } from '../../../src/state/commands.js'
+import { RESTORE_KEY, STAGED_PREFIX, TABLES, recordKey, tableIndexKey } from '../../../src/state/keys.js'
+import { buildRestoredState, isRestoredPair, nextDigest } from '../../../src/state/restore.js'
+import { finishStateSwitch, IncomingState, openStateSnapshot, switchToStagedState } from '../../../src/state/snapshot.js'
+import { StateStore } from '../../../src/state/store.js'
+import { getRecord, memberSpec, policySpec, tokenSpec } from '../../../src/state/tables.js'
+import { buildTokenCreate, dump, indexProblems } from '../../support/state.js'
+import { useTempDirs } from '../../support/temp-dir.js'
+
+const NOW = '2026-11-26T08:00:00Z'
+const uuid = (kind: number, n: number): string => `${kind.toString(16).padStart(8, '0')}-0000-4000-8000-${n.toString(16).padStart(12, '0')}`
+
+class Node {
+  index = 0
+  constructor(
+    public store: StateStore,
+    readonly directory: string,
+  ) {}
+
+  async apply(command: Command): Promise<ApplyResult> {
+    this.index += 1
+    return this.store.apply(command, this.index)
+  }
+
+  async ok(command: Command): Promise<unknown> {
+    const result = await this.apply(command)
+    expect(result, `${command.type}: ${JSON.stringify(result)}`).to.have.property('ok', true)
+    return (result as { value?: unknown }).value
+  }
+
+  async reopen(): Promise<void> {
+    await this.store.close()
+    await finishStateSwitch(this.store.files, 0)
+    this.store = await StateStore.open(this.directory)
+  }
+}
+
+const policy = (n: number): Command => ({
+  v: COMMAND_VERSION,
+  type: 'acl.policy.create',
+  policy: { ID: uuid(0xb, n), Name: `policy-${n}`, Description: '', Rules: 'acl = "read"', Datacenters: [], Namespace: 'default' },
+})
+const token = (n: number, policies: number[] = []): Command => ({
+  v: COMMAND_VERSION,
+  type: 'acl.token.create',
+  token: buildTokenCreate({ AccessorID: uuid(0xa, n), SecretID: uuid(0x5, n), CreateTime: NOW, Description: `token ${n}`, Policies: policies.map((p) => ({ ID: uuid(0xb, p) })) }),
+})
+
+/** The pairs of `store` an archive would carry and a restore takes, in key order. */
+async function archivePairs(store: StateStore): Promise<Array<[string, Uint8Array]>> {
+  const reader = await openStateSnapshot(store, { staged: false })
+  const pairs: Array<[string, Uint8Array]> = []
+  try {
+    for await (const chunk of reader.chunks()) for (const [key, value] of chunk) if (isRestoredPair(key)) pairs.push([key, Buffer.from(value)])
+  } finally {
+    await reader.close()
+  }
+  return pairs
+}
+
+/** Begin, then `pairs` in chunks of `size`; answers the chunks and their digest, for the commit. */
+async function stage(node: Node, id: string, pairs: Array<[string, Uint8Array]>, size: number): Promise<{ chunks: Array<Array<[string, Uint8Array]>>; digest: string }> {
+  const chunks: Array<Array<[string, Uint8Array]>> = []
+  for (let at = 0; at < pairs.length; at += size) chunks.push(pairs.slice(at, at + size))
+  const records = pairs.filter(([key]) => key.startsWith('r\u0000')).length
+  await node.ok({ v: COMMAND_VERSION, type: 'restore.begin', id, chunks: chunks.length, records })
+  let digest = ''
+  for (const [seq, chunk] of chunks.entries()) {
+    await node.ok({ v: COMMAND_VERSION, type: 'restore.chunk', id, seq, pairs: chunk })
+    digest = nextDigest(digest, chunk)
+  }
+  return { chunks, digest }
+}
+
+describe('state/restore: a snapshot restore applied to the state machine', function () {
+  const dirs = useTempDirs()
+  let node: Node
+
+  const open = async (): Promise<Node> => {
+    const directory = await dirs.make('warden-restore-')
+    const opened = new Node(await StateStore.open(directory), directory)
+    dirs.defer(async () => {
+      if (opened.store.db.status === 'open') await opened.store.close()
+    })
+    return opened
+  }
+
+  beforeEach(async () => {
+    node = await open()
+    await node.ok({ v: COMMAND_VERSION, type: 'acl.init' })
+    for (let n = 1; n <= 3; n++) await node.ok(policy(n))
+    for (let n = 1; n <= 20; n++) await node.ok(token(n, [n % 3 + 1]))
+    await node.ok({ v: COMMAND_VERSION, type: 'raft.member.set', Node: 'a', Address: '127.0.0.1:1' })
+  })
+
+  it('commit brings back the saved records with their indexes rebuilt, members kept, nothing staged left', async () => {
+    const saved = await archivePairs(node.store)
+    const savedToken = await getRecord(node.store.reader, tokenSpec, uuid(0xa, 5))
+    // Changes after the save: a new policy and token, a token deleted, a member added.
+    await node.ok(policy(9))
+    await node.ok(token(99, [9]))
+    await node.ok({ v: COMMAND_VERSION, type: 'acl.token.delete', AccessorID: uuid(0xa, 5) })
+    await node.ok({ v: COMMAND_VERSION, type: 'raft.member.set', Node: 'b', Address: '127.0.0.1:2' })
+    const { chunks, digest } = await stage(node, 'r1', saved, 7)
+    expect(chunks.length).to.be.greaterThan(2)
+    const value = (await node.ok({ v: COMMAND_VERSION, type: 'restore.commit', id: 'r1', chunks: chunks.length, digest })) as { index: number }
+    expect(value.index).to.equal(node.index)
+    expect(node.store.lastApplied).to.equal(node.index)
+    const restored = await getRecord(node.store.reader, tokenSpec, uuid(0xa, 5))
+    expect(restored).to.deep.equal({ ...savedToken, ModifyIndex: node.index })
+    expect(await getRecord(node.store.reader, tokenSpec, uuid(0xa, 99))).to.equal(undefined)
+    expect(await getRecord(node.store.reader, policySpec, uuid(0xb, 9))).to.equal(undefined)
+    // Members are this cluster's: both kept, the one added after the save too.
+    expect(await getRecord(node.store.reader, memberSpec, 'b')).to.include({ Address: '127.0.0.1:2' })
+    expect(await indexProblems(node.store)).to.deep.equal([])
+    for (const table of TABLES) expect(node.store.tableIndex(table), table).to.equal(node.index)
+    const keys = (await dump(node.store)).map(([key]) => key)
+    expect(keys.filter((key) => key.startsWith(STAGED_PREFIX) || key === RESTORE_KEY)).to.deep.equal([])
+    expect(keys).to.include(tableIndexKey('token'))
+    expect(node.store.restoreInProgress).to.equal(undefined)
+    // Survives a reopen, and writes go on from the restore's index.
+    await node.reopen()
+    expect(node.store.lastApplied).to.equal(value.index)
+    expect(await getRecord(node.store.reader, tokenSpec, uuid(0xa, 5))).to.deep.equal(restored)
+    await node.ok(token(100))
+  })
+
+  it('refuses other writes while open (membership still changes), and again after an abort accepts them', async () => {
+    await node.ok({ v: COMMAND_VERSION, type: 'restore.begin', id: 'r1', chunks: 1, records: 0 })
+    const refused = await node.apply(policy(7))
+    expect(refused).to.deep.include({ ok: false })
+    expect((refused as { error: { code: string } }).error.code).to.equal('restore_in_progress')
+    await node.ok({ v: COMMAND_VERSION, type: 'raft.member.set', Node: 'c', Address: '127.0.0.1:3' })
+    // A second restore cannot begin.
+    expect((await node.apply({ v: COMMAND_VERSION, type: 'restore.begin', id: 'r2', chunks: 1, records: 0 })) as unknown).to.deep.include({ ok: false })
+    // The state reopened still has it open.
+    await node.reopen()
+    node.index = node.store.lastApplied
+    expect(node.store.restoreInProgress?.id).to.equal('r1')
+    await node.ok({ v: COMMAND_VERSION, type: 'restore.abort', id: 'r1', reason: 'test' })
+    await node.ok(policy(7))
+  })
+
+  it('refuses a chunk out of order, one naming another restore, and pairs that are no restorable record', async () => {
+    await node.ok({ v: COMMAND_VERSION, type: 'restore.begin', id: 'r1', chunks: 2, records: 1 })
+    const good: Array<[string, Uint8Array]> = [[recordKey('policy', uuid(0xb, 1)), encode({ ID: uuid(0xb, 1), Name: 'x', Description: '', Rules: '', Datacenters: [], Namespace: 'default', Hash: 'h', CreateIndex: 1, ModifyIndex: 1 })]]
+    const code = async (command: Command): Promise<string> => ((await node.apply(command)) as { error: { code: string; message: string } }).error.code
+    expect(await code({ v: COMMAND_VERSION, type: 'restore.chunk', id: 'r1', seq: 1, pairs: good })).to.equal('conflict')
+    expect(await code({ v: COMMAND_VERSION, type: 'restore.chunk', id: 'other', seq: 0, pairs: good })).to.equal('conflict')
+    const bad: Array<Array<[string, Uint8Array]>> = [
+      [['u\u0000token\u0000secret\u0000abc', Buffer.from('x')]],
+      [[recordKey('member', 'a'), encode({ Node: 'a', Address: 'x', CreateIndex: 1, ModifyIndex: 1 })]],
+      [[recordKey('policy', 'p'), Buffer.from([0xc1])]],
+      [[recordKey('policy', 'p'), encode({ ID: 'another', Name: 'x', Namespace: 'default', CreateIndex: 1, ModifyIndex: 1 })]],
+      [[recordKey('token', 't'), encode({ AccessorID: 't', CreateIndex: 1, ModifyIndex: 1 })]],
+      [[recordKey('policy', 'p'), encode({ ID: 'p', Name: 'x', Namespace: 'default', CreateIndex: -1, ModifyIndex: 1 })]],
+    ]
+    for (const pairs of bad) {
+      const result = (await node.apply({ v: COMMAND_VERSION, type: 'restore.chunk', id: 'r1', seq: 0, pairs })) as { ok: boolean; error: { code: string; message: string } }
+      expect(result.ok, JSON.stringify(pairs[0]![0])).to.equal(false)
+      expect(result.error.code).to.equal('invalid_input')
+      expect(result.error.message).to.match(/^chunk 0: /)
+    }
+    // Nothing of the refused chunks was staged.
+    expect((await dump(node.store)).filter(([key]) => key.startsWith(STAGED_PREFIX))).to.deep.equal([])
+    expect(node.store.restoreInProgress?.nextSeq).to.equal(0)
+  })
+
+  it('a commit that did not get every chunk, or got other ones, abandons the restore with nothing changed', async () => {
+    const before = await dump(node.store)
+    const saved = await archivePairs(node.store)
+    const { chunks } = await stage(node, 'r1', saved.slice(0, 10), 5)
+    const missing = (await node.apply({ v: COMMAND_VERSION, type: 'restore.commit', id: 'r1', chunks: chunks.length + 1, digest: 'x' })) as { ok: boolean; error: { message: string } }
+    expect(missing.ok).to.equal(false)
+    expect(missing.error.message).to.match(/did not arrive whole .*nothing was restored/)
+    expect(node.store.restoreInProgress).to.equal(undefined)
+    const { chunks: again } = await stage(node, 'r2', saved.slice(0, 10), 5)
+    const wrong = (await node.apply({ v: COMMAND_VERSION, type: 'restore.commit', id: 'r2', chunks: again.length, digest: nextDigest('', []) })) as { ok: boolean; error: { message: string } }
+    expect(wrong.error.message).to.match(/digest differs/)
+    // The records are as before (only the applied index moved).
+    const after = await dump(node.store)
+    const records = (entries: typeof before): string[] => entries.filter(([key]) => !key.startsWith('m\u0000')).map(([key, value]) => `${key}=${value.toString('hex')}`)
+    expect(records(after)).to.deep.equal(records(before))
+  })
+
+  it('a restore half way travels in a Raft snapshot: the store that installs it completes it', async () => {
+    const saved = await archivePairs(node.store)
+    await node.ok(token(77))
+    const half = saved.slice(0, 12)
+    const rest = saved.slice(12)
+    await node.ok({ v: COMMAND_VERSION, type: 'restore.begin', id: 'r1', chunks: 2, records: saved.filter(([key]) => key.startsWith('r\u0000')).length })
+    await node.ok({ v: COMMAND_VERSION, type: 'restore.chunk', id: 'r1', seq: 0, pairs: half })
+    // Another replica installs this state as a snapshot from its leader, then applies the rest of the log.
+    const other = await open()
+    const incoming = await IncomingState.create(other.store.files)
+    const reader = await openStateSnapshot(node.store)
+    for await (const chunk of reader.chunks()) await incoming.write(chunk)
+    await reader.close()
+    await incoming.complete()
+    await other.store.replace(switchToStagedState)
+    other.index = other.store.lastApplied
+    expect(other.store.restoreInProgress?.nextSeq).to.equal(1)
+    const digest = nextDigest(nextDigest('', half), rest)
+    for (const replica of [node, other]) {
+      await replica.ok({ v: COMMAND_VERSION, type: 'restore.chunk', id: 'r1', seq: 1, pairs: rest })
+      await replica.ok({ v: COMMAND_VERSION, type: 'restore.commit', id: 'r1', chunks: 2, digest })
+    }
+    expect(await dump(other.store)).to.deep.equal(await dump(node.store))
+    expect(await getRecord(other.store.reader, tokenSpec, uuid(0xa, 77))).to.equal(undefined)
+  })
+
+  it('a crash after the restored state was built, before the switch, is completed at start; one before it was complete is discarded', async () => {
+    const saved = await archivePairs(node.store)
+    await node.ok(token(88))
+    const { chunks, digest } = await stage(node, 'r1', saved, 50)
+    const commitIndex = node.index + 1
+    // Crash 1: the restored state half built (not marked complete): discarded, the restore still open.
+    await buildRestoredState(node.store.db, node.store.files, commitIndex)
+    await node.store.files.unmark('restore', 'COMPLETE')
+    await node.reopen()
+    expect(await node.store.files.exists('restore')).to.equal(false)
+    expect(node.store.restoreInProgress?.id).to.equal('r1')
+    expect(node.store.lastApplied).to.equal(commitIndex - 1)
+    // Crash 2: built and complete, the switch not made: start switches to it.
+    await buildRestoredState(node.store.db, node.store.files, commitIndex)
+    await node.reopen()
+    expect(node.store.lastApplied).to.equal(commitIndex)
+    expect(node.store.restoreInProgress).to.equal(undefined)
+    expect(await getRecord(node.store.reader, tokenSpec, uuid(0xa, 88))).to.equal(undefined)
+    expect(await indexProblems(node.store)).to.deep.equal([])
+    expect(chunks.length).to.be.greaterThan(0)
+    expect(digest).to.have.length(64)
+  })
+})
