@@ -238,8 +238,10 @@ async function snapshotSaveRestore(ctx: BenchContext, warden: WardenCluster, pol
     let restoreSeconds = Number.NaN
     let caughtUp: Record<string, number | null> = {}
     const followers = warden.nodes().filter((node) => node !== leader)
+    const restoreStartedAt = performance.now()
+    const elections = watchLeadership(warden, restoreStartedAt)
     try {
-      const startedAt = performance.now()
+      const startedAt = restoreStartedAt
       restored = await putArchive(warden.address(leader), warden.token, file, SNAPSHOT_TIMEOUT_MS)
       const answeredAt = performance.now()
       restoreSeconds = round1((answeredAt - startedAt) / 1000)
@@ -264,7 +266,10 @@ async function snapshotSaveRestore(ctx: BenchContext, warden: WardenCluster, pol
     } finally {
       usage = monitor.stop()
     }
-    if (restored === undefined || restored.status !== 200) return result
+    if (restored === undefined || restored.status !== 200) {
+      noteElections(await elections.stop(), leader, notes)
+      return result
+    }
 
     const slowest = followers.map((node) => caughtUp[node] ?? null)
     const behind = followers.filter((node) => (caughtUp[node] ?? null) === null)
@@ -285,9 +290,7 @@ async function snapshotSaveRestore(ctx: BenchContext, warden: WardenCluster, pol
     } catch (error) {
       failed('checking the restored state', error)
     }
-    // A restore that stalls the leader's event loop long enough costs it its leadership: worth knowing.
-    await warden.refreshRoles().catch(() => undefined)
-    if (warden.leader !== leader) notes.push(`snapshot: the leader changed from ${leader} to ${warden.leader} during the restore`)
+    noteElections(await elections.stop(), leader, notes)
     return result
   } catch (error) {
     // Whatever the steps above did not expect (no leader to be found, say): a note like theirs, not a lost workload.
@@ -382,6 +385,49 @@ async function putArchive(address: string, token: string, file: string, timeoutM
     })
     source.pipe(request)
   })
+}
+
+interface LeadershipChange {
+  /** ms from the restore's request. */
+  atMs: number
+  leader: string
+  term: number
+}
+
+/**
+ * The leader and term every 250 ms from the restore's request to the end of its checks, as the nodes report them: a
+ * restore that holds a leader's event loop past the election timeout costs it its leadership, and when that happened
+ * (during the upload, after the 200) says which part did.
+ */
+function watchLeadership(warden: WardenCluster, startedAt: number): { stop(): Promise<LeadershipChange[]> } {
+  const changes: LeadershipChange[] = []
+  let running = true
+  const loop = (async () => {
+    let last = ''
+    while (running) {
+      const statuses = await warden.cluster.status().catch(() => [])
+      const leader = statuses.find((status) => status.role === 'leader')
+      if (leader !== undefined && `${leader.node}/${leader.term}` !== last) {
+        last = `${leader.node}/${leader.term}`
+        changes.push({ atMs: Math.round(performance.now() - startedAt), leader: leader.node, term: leader.term })
+      }
+      if (running) await sleep(250)
+    }
+  })()
+  return {
+    async stop() {
+      running = false
+      await loop
+      return changes
+    },
+  }
+}
+
+/** A note for every change of leader or term after the first reading (which is the leader the restore was sent to). */
+function noteElections(changes: LeadershipChange[], leader: string, notes: string[]): void {
+  const first = changes[0]
+  if (first !== undefined && first.leader !== leader) notes.push(`snapshot: ${first.leader} led (term ${first.term}) when the restore was sent to ${leader}`)
+  for (const change of changes.slice(1)) notes.push(`snapshot: ${change.leader} became leader (term ${change.term}) ${change.atMs} ms after the restore's request`)
 }
 
 /** ms from `startedAt` until each of `nodes` has applied `index` (cluster status), null for those that had not by `timeoutMs`. */
