@@ -133,10 +133,14 @@ export const snapshotRestore: Command = {
       throw new CommandError(`Error opening snapshot file: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
     }
     const verifying = progress(context, 'Verifying snapshot')
-    await inspectArchive(file, (bytes) => verifying.add(bytes)).catch((error: unknown) => {
-      throw new CommandError(`Error verifying snapshot file: ${(error as Error).message}`)
-    })
-    verifying.done()
+    await inspectArchive(file, (bytes) => verifying.add(bytes)).then(
+      () => verifying.done(),
+      (error: unknown) => {
+        // The progress line ended first, so the error is a line of its own.
+        verifying.done()
+        throw new CommandError(`Error verifying snapshot file: ${(error as Error).message}`)
+      },
+    )
     const shown = progress(context, 'Restoring snapshot')
     const source = createReadStream(file)
     try {
