@@ -15,9 +15,8 @@
 import { once } from 'node:events'
 import { createReadStream, createWriteStream } from 'node:fs'
 import { rm, stat } from 'node:fs/promises'
-import { request as httpRequest } from 'node:http'
+import { ApiError, Client } from '../../src/api/index.js'
 import { join } from 'node:path'
-import { parseAddress } from '../../src/api/transport.js'
 import { inspectArchive } from '../../src/cli/commands/snapshot.js'
 import { runTracked } from './children.js'
 import { jsonHeaders, load, sleep, type BenchContext } from './context.js'
@@ -337,54 +336,21 @@ async function saveArchive(warden: WardenCluster, node: string, file: string): P
 }
 
 /**
- * PUT /v1/snapshot with `file` as the body, streamed from disk, on a connection of its own (the API client sends
- * bodies from memory only, and a 1,000,000-token archive is not to be held). Answers the status, X-Service-Index
- * (NaN when absent) and the body (its first 64 KB: an error's JSON).
+ * PUT /v1/snapshot with `file` as the body, streamed from disk by the API client (never held whole). Answers the
+ * status, X-Service-Index (NaN when absent) and an error's message.
  */
 async function putArchive(address: string, token: string, file: string, timeoutMs: number): Promise<{ status: number; index: number; text: string }> {
-  const { host, port } = parseAddress(address)
   const { size } = await stat(file)
-  return new Promise((resolve, reject) => {
-    let settled = false
-    const source = createReadStream(file)
-    const request = httpRequest({
-      host,
-      port,
-      method: 'PUT',
-      path: '/v1/snapshot',
-      agent: false,
-      headers: { 'X-Service-Token': token, 'Content-Type': 'application/gzip', 'Content-Length': size },
-    })
-    const settle = (finish: () => void): void => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      finish()
-    }
-    const timer = setTimeout(() => {
-      settle(() => reject(new Error(`PUT /v1/snapshot on ${address}: no answer within ${Math.round(timeoutMs / 60_000)} minutes`)))
-      source.destroy()
-      request.destroy()
-    }, timeoutMs)
-    source.on('error', (error) => request.destroy(error))
-    request.on('error', (error) => settle(() => reject(new Error(`PUT /v1/snapshot on ${address}: ${error.message}`))))
-    request.on('response', (response) => {
-      const chunks: Buffer[] = []
-      let kept = 0
-      response.on('data', (chunk: Buffer) => {
-        if (kept >= 64 * 1024) return
-        chunks.push(chunk)
-        kept += chunk.length
-      })
-      response.on('error', (error) => settle(() => reject(new Error(`PUT /v1/snapshot on ${address}: the answer broke off: ${error.message}`))))
-      response.on('end', () => {
-        const header = response.headers['x-service-index']
-        const index = typeof header === 'string' && header !== '' ? Number(header) : Number.NaN
-        settle(() => resolve({ status: response.statusCode ?? 0, index, text: Buffer.concat(chunks).toString('utf8') }))
-      })
-    })
-    source.pipe(request)
-  })
+  const client = new Client({ address, token, timeoutMs })
+  try {
+    const meta = await client.upload('/v1/snapshot', createReadStream(file) as AsyncIterable<Buffer>, { bytes: size, timeoutMs })
+    return { status: 200, index: meta.index, text: '' }
+  } catch (error) {
+    if (error instanceof ApiError) return { status: error.status, index: Number.NaN, text: error.message }
+    throw new Error(`PUT /v1/snapshot on ${address}: ${(error as Error).message}`)
+  } finally {
+    client.close()
+  }
 }
 
 interface LeadershipChange {

@@ -21,7 +21,7 @@ import { Transform, type Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { createGunzip } from 'node:zlib'
 import type { Logger } from 'pino'
-import { ArchiveError, readArchive, type ArchiveMeta } from '../lib/snapshot-archive.js'
+import { ArchiveError, readArchive, RESTORE_UPLOAD_BYTES_MAX, type ArchiveMeta } from '../lib/snapshot-archive.js'
 import { WardenError } from '../lib/errors.js'
 import type { Cluster } from '../rpc/index.js'
 import { COMMAND_VERSION, type ApplyResult } from '../state/commands.js'
@@ -29,8 +29,6 @@ import { BOOTSTRAP_KEY } from '../state/keys.js'
 import { isRestoredPair, nextDigest, RESTORE_CHUNK_BYTES_MAX, RESTORE_CHUNK_PAIRS_MAX, stagedPairProblem, type RestoreCommand } from '../state/restore.js'
 import type { StateStore } from '../state/store.js'
 
-/** An uploaded archive, compressed, at most: a million tokens make about a tenth of this. */
-export const RESTORE_UPLOAD_BYTES_MAX = 4 * 1024 * 1024 * 1024
 /** A restore whose progress has not moved for this long, with no driver on the leader, is abandoned. */
 export const RESTORE_STALL_MS = 60_000
 const JANITOR_INTERVAL_MS = 5_000
@@ -115,13 +113,16 @@ export class SnapshotRestorer {
   private async verify(file: string): Promise<{ meta: ArchiveMeta; chunks: number; records: number }> {
     let chunks = 0
     let records = 0
+    let problem: string | undefined
     const chunker = new Chunker(async () => void (chunks += 1))
     const { meta } = await readFile(file, async (key, value) => {
-      const problem = stagedPairProblem(key, value)
-      if (problem !== undefined) throw new WardenError('invalid_input', `snapshot: the archive cannot be restored: ${problem}`)
+      // The first record that cannot be restored is reported once the archive is known undamaged: damage (which
+      // also makes records unreadable) is named as such.
+      problem ??= stagedPairProblem(key, value)
       if (key !== BOOTSTRAP_KEY) records += 1
       await chunker.add(key, value)
     })
+    if (problem !== undefined) throw new WardenError('invalid_input', `snapshot: the archive cannot be restored: ${problem}`)
     await chunker.flush()
     return { meta, chunks, records }
   }

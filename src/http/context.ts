@@ -2,7 +2,7 @@
  * What every route handler reaches through `ctx.state.app`: the state store (reads), the cluster (writes), the token
  * resolver, and the agent settings the API exposes or enforces.
  */
-import type { SnapshotRestorer } from '../controllers/snapshot-restore.js'
+import type { Readable } from 'node:stream'
 import type { Context } from 'koa'
 import type { Logger } from 'pino'
 import type { Cluster } from '../rpc/index.js'
@@ -57,7 +57,13 @@ export interface AppServices {
   /** The agent's metrics (src/metrics, wired by the agent): what `GET /v1/agent/metrics` serves. */
   metrics?: ApiMetrics | undefined
   /** Restores snapshot archives (`PUT /v1/snapshot`); absent where nothing can spool an upload. */
-  restorer?: SnapshotRestorer | undefined
+  restorer?: SnapshotRestoring | undefined
+}
+
+/** What restores an uploaded archive (controllers/snapshot-restore.ts), as the HTTP layer sees it. */
+export interface SnapshotRestoring {
+  /** Spools, verifies and restores; throws a WardenError saying what went wrong. `index` is the restore's. */
+  restore(body: Readable, hooks?: { beforePropose?: (id: string) => Promise<void> }): Promise<{ index: number }>
 }
 
 /** The metrics as the HTTP layer sees them: one call per answered request, and the two forms of the endpoint. */

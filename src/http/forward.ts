@@ -92,6 +92,10 @@ export function pathFor(url: string, datacenter: string): string {
 }
 
 export async function forwardToDatacenter(ctx: ApiContext, datacenter: string): Promise<void> {
+  // An archive runs to hundreds of MB, past what a forwarded request or answer carries (rpc/dc-forward.ts).
+  if (routedPath(ctx.path) === '/v1/snapshot') {
+    throw new WardenError('invalid_input', `dc: snapshots are saved and restored by a server of their own datacenter: send this to a server of ${JSON.stringify(datacenter)}`, 'dc')
+  }
   const forwarder = ctx.state.app.forwarder
   if (forwarder === undefined) {
     // No WAN links (a server without a cluster key): it knows no other datacenter.

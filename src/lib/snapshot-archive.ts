@@ -25,6 +25,8 @@ export const ARCHIVE_MAGIC = Buffer.from('WARDEN-SNAPSHOT\n', 'utf8')
 export const ARCHIVE_FORMAT = 1
 /** A frame holds at most this: chunks are 512 KiB, and one pair (a 1 MiB config entry) may exceed that alone. */
 export const FRAME_BYTES_MAX = 16 * 1024 * 1024
+/** An archive uploaded to be restored, compressed, at most: a million tokens make about a twentieth of this. */
+export const RESTORE_UPLOAD_BYTES_MAX = 4 * 1024 * 1024 * 1024
 
 export interface ArchiveMeta {
   Format: number

@@ -8,11 +8,12 @@
  *   STAGED_PREFIX, so that Raft snapshots (to a follower, or for compaction) carry a restore that is half way. Each
  *   chunk's pairs are checked here, deterministically; a chunk refused changes nothing and leaves the restore to be
  *   abandoned.
- * - `restore.commit` checks that every chunk arrived (count, records and a chained SHA-256), then builds the restored
- *   state in a database of its own and switches to it as a snapshot install does (snapshot.ts): records keep their
- *   CreateIndex (lowered to the restore's index if above it), their ModifyIndex and every table's index become the
- *   commit's index, and the secondary indexes are rebuilt from the records (an archive's index entries are never
- *   trusted). Membership records are kept from the live state; replication progress starts over.
+ * - `restore.commit` checks that every chunk arrived (count, records and a chained SHA-256), then finishes the restored
+ *   state, built as the chunks came in a database of its own (RestoreBuild), and switches to it as a snapshot install
+ *   does (snapshot.ts). Records keep their CreateIndex (lowered to the begin's index if above it); their ModifyIndex
+ *   becomes the begin's index, every table's index the commit's; the secondary indexes are rebuilt from the records
+ *   (an archive's index entries are never trusted). Membership records are kept from the live state; replication
+ *   progress starts over.
  * - `restore.abort` drops what was staged (the HTTP driver on failure, or the leader's janitor when a restore stalls).
  *
  * A crash anywhere leaves the old state with the restore still open (its chunks replay from the log, or come in the
@@ -229,6 +230,8 @@ export function planRestore(open: RestoreProgress | undefined, command: RestoreC
         // Abandoned here and now, so that writes are not refused for a restore that can no longer complete.
         return { result: applyError('invalid_input', `restore ${open.id} did not arrive whole (${problem}); nothing was restored`), clearStaged: true, ops: [del(RESTORE_KEY)], install: false }
       }
+      // Every table's index becomes the commit's (the restore's index, as the caller is answered); every record's
+      // ModifyIndex the begin's, at which the records were staged (nothing else was written in between).
       return { result: { ok: true, value: { index } }, clearStaged: false, ops: [], install: true }
     }
     case 'restore.abort': {
@@ -246,64 +249,113 @@ function del(key: string): BatchOp {
   return { type: 'del', key }
 }
 
-/** Writes of the restored state are batched about this large: bounded memory whatever the archive's size. */
+/** Writes of a rebuild are batched about this large: bounded memory whatever the archive's size. */
 const BUILD_BATCH_BYTES = 4 * 1024 * 1024
+/** In the restore database: the restore it is built for and the chunks it holds (removed when it is complete). */
+const BUILD_PROGRESS_KEY = `m${SEP}restore-build`
+
+interface BuildProgress {
+  id: string
+  nextSeq: number
+}
 
 /**
- * Builds the restored state in the `restore` database: the staged records of `live` (CreateIndex at most `index`,
- * ModifyIndex `index`) with their index entries, the kept tables copied from `live`, every table's index and the
- * applied index `index`; synced, closed and marked complete. Deterministic: the same live state and index give the
- * same database on every replica.
+ * The writes that put one staged pair into the restored state: a record with CreateIndex at most the restore's index
+ * and ModifyIndex equal to it, and its index entries; or the bootstrap mark as it is.
  */
-export async function buildRestoredState(live: StateDb, files: StateFiles, index: number): Promise<void> {
-  await files.remove('restore')
-  const target = await files.openDb('restore')
-  try {
+function restoredOps(key: string, value: Uint8Array, restoreIndex: number): BatchOp[] {
+  if (key === BOOTSTRAP_KEY) return [put(key, Buffer.from(value.buffer, value.byteOffset, value.byteLength))]
+  const table = recordTable(key)
+  const spec = table === undefined ? undefined : RESTORED.get(table)
+  assert(table !== undefined && spec !== undefined, `staged key ${JSON.stringify(key)} passed the chunk check but is no restored record`)
+  const record = decode<Record<string, unknown> & { CreateIndex: number }>(value)
+  record.CreateIndex = Math.min(record.CreateIndex, restoreIndex)
+  record.ModifyIndex = restoreIndex
+  const recordKey = key.slice(recordPrefix(table).length)
+  const ops: BatchOp[] = [put(key, encode(record))]
+  for (const [name, valueOf] of Object.entries(spec.unique)) {
+    const unique = valueOf(record)
+    if (unique !== undefined) ops.push(put(uniqueKey(table, name, unique), Buffer.from(recordKey, 'utf8')))
+  }
+  for (const [name, valuesOf] of Object.entries(spec.multi)) {
+    for (const item of new Set(valuesOf(record))) ops.push(put(indexKey(table, name, item, recordKey), EMPTY))
+  }
+  return ops
+}
+
+const EMPTY = Buffer.alloc(0)
+
+/**
+ * The restored state is built as the chunks arrive, in the `restore` database beside the live one, so that the commit
+ * only finishes it and switches: on a million tokens a build at commit would hold the apply loop for a minute. The
+ * staged area in the live state stays the truth (a Raft snapshot carries it, a crash cannot tear it from the applied
+ * index); the build follows it, and is rebuilt from it whenever it has fallen behind (a crash lost its tail, or a
+ * snapshot installed half way brought chunks it never saw).
+ */
+export class RestoreBuild {
+  private constructor(
+    private readonly files: StateFiles,
+    private db: StateDb,
+  ) {}
+
+  /** Opens the build for the restore `open`, rebuilt from `live`'s staged area unless it holds every chunk staged. */
+  static async open(files: StateFiles, live: StateDb, open: RestoreProgress): Promise<RestoreBuild> {
+    const build = new RestoreBuild(files, await files.openDb('restore'))
+    const stored = await build.db.get(BUILD_PROGRESS_KEY)
+    const progress = stored === undefined ? undefined : decode<BuildProgress>(stored)
+    if (progress === undefined || progress.id !== open.id || progress.nextSeq < open.nextSeq) await build.rebuild(live, open)
+    return build
+  }
+
+  private async rebuild(live: StateDb, open: RestoreProgress): Promise<void> {
+    await this.db.close()
+    await this.files.remove('restore')
+    this.db = await this.files.openDb('restore')
     let ops: BatchOp[] = []
     let bytes = 0
-    const write = async (op: BatchOp): Promise<void> => {
-      ops.push(op)
-      bytes += op.key.length + (op.type === 'put' ? op.value.length : 0) + 16
-      if (bytes < BUILD_BATCH_BYTES) return
-      await target.batch(ops)
+    for await (const [stagedKey, value] of live.iterator({ gte: STAGED_PREFIX, lt: STAGED_END })) {
+      for (const op of restoredOps(stagedKey.slice(STAGED_PREFIX.length), value, open.beginIndex)) {
+        ops.push(op)
+        bytes += op.key.length + (op.type === 'put' ? op.value.length : 0)
+      }
+      if (bytes < BUILD_BATCH_BYTES) continue
+      await this.db.batch(ops)
       ops = []
       bytes = 0
     }
-    const empty = Buffer.alloc(0)
-    for await (const [stagedKey, value] of live.iterator({ gte: STAGED_PREFIX, lt: STAGED_END })) {
-      const key = stagedKey.slice(STAGED_PREFIX.length)
-      if (key === BOOTSTRAP_KEY) {
-        await write(put(key, value))
-        continue
-      }
-      const table = recordTable(key)
-      const spec = table === undefined ? undefined : RESTORED.get(table)
-      assert(table !== undefined && spec !== undefined, `staged key ${JSON.stringify(key)} passed the chunk check but is no restored record`)
-      const record = decode<Record<string, unknown> & { CreateIndex: number }>(value)
-      record.CreateIndex = Math.min(record.CreateIndex, index)
-      record.ModifyIndex = index
-      const recordKey = key.slice(recordPrefix(table).length)
-      for (const [name, valueOf] of Object.entries(spec.unique)) {
-        const unique = valueOf(record)
-        if (unique !== undefined) await write(put(uniqueKey(table, name, unique), Buffer.from(recordKey, 'utf8')))
-      }
-      for (const [name, valuesOf] of Object.entries(spec.multi)) {
-        for (const item of new Set(valuesOf(record))) await write(put(indexKey(table, name, item, recordKey), empty))
-      }
-      await write(put(key, encode(record)))
-    }
+    ops.push(put(BUILD_PROGRESS_KEY, encode({ id: open.id, nextSeq: open.nextSeq } satisfies BuildProgress)))
+    await this.db.batch(ops)
+  }
+
+  /** Adds chunk `seq` of restore `open` (the pairs checked already). Written before the live state's batch. */
+  async add(open: RestoreProgress, seq: number, pairs: ReadonlyArray<readonly [string, Uint8Array]>): Promise<void> {
+    const ops: BatchOp[] = []
+    for (const [key, value] of pairs) ops.push(...restoredOps(key, value, open.beginIndex))
+    ops.push(put(BUILD_PROGRESS_KEY, encode({ id: open.id, nextSeq: seq + 1 } satisfies BuildProgress)))
+    await this.db.batch(ops)
+  }
+
+  /**
+   * Completes the build at log index `index` (the commit's): the kept tables copied from `live`, every table's index
+   * and the applied index `index`; synced, closed and marked complete.
+   */
+  async complete(live: StateDb, index: number): Promise<void> {
+    const ops: BatchOp[] = [{ type: 'del', key: BUILD_PROGRESS_KEY }]
     for (const table of KEPT) {
       for (const prefix of [`r${SEP}${table}${SEP}`, `u${SEP}${table}${SEP}`, `x${SEP}${table}${SEP}`]) {
-        for await (const [key, value] of live.iterator({ gte: prefix, lt: prefixEnd(prefix) })) await write(put(key, value))
+        for await (const [key, value] of live.iterator({ gte: prefix, lt: prefixEnd(prefix) })) ops.push(put(key, value))
       }
     }
-    for (const table of TABLES) await write(put(tableIndexKey(table), encode(index)))
-    await write(put(APPLIED_KEY, encode(index)))
-    if (ops.length > 0) await target.batch(ops)
+    for (const table of TABLES) ops.push(put(tableIndexKey(table), encode(index)))
+    ops.push(put(APPLIED_KEY, encode(index)))
+    await this.db.batch(ops)
     // Synced before it is marked complete: a complete restored state is one a crash cannot take back.
-    await target.put(SYNC_KEY, encode(index), { sync: true })
-  } finally {
-    await target.close()
+    await this.db.put(SYNC_KEY, encode(index), { sync: true })
+    await this.db.close()
+    await this.files.mark('restore', COMPLETE_MARKER)
   }
-  await files.mark('restore', COMPLETE_MARKER)
+
+  async close(): Promise<void> {
+    if (this.db.status === 'open') await this.db.close()
+  }
 }

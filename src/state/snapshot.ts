@@ -151,19 +151,17 @@ export async function finishStateSwitch(files: StateFiles, raftSnapshotIndex: nu
 
 /**
  * A restored state (restore.ts) is the result of applying a committed `restore.commit`: once complete it is switched in
- * if it is newer than the live state (a crash came between completing and switching, or between the renames).
- * Incomplete, it is discarded: the live state still holds the restore open, and the commit applies again from the log.
+ * if it is newer than the live state (a crash came between completing and switching, or between the renames), and
+ * removed otherwise. One still being built is left to the state store, which keeps it while its restore is open.
  */
 async function finishRestore(files: StateFiles): Promise<void> {
-  if (!(await files.exists('restore'))) return
-  if (await files.hasMark('restore', COMPLETE_MARKER)) {
-    const current = (await files.exists('live')) ? 'live' : (await files.exists('old')) ? 'old' : undefined
-    const liveIndex = current === undefined ? 0 : await appliedIndexOf(files, current)
-    if ((await appliedIndexOf(files, 'restore')) > liveIndex) {
-      if (current === 'old') await files.rename('old', 'live')
-      await switchToStagedState(files, 'restore')
-      return
-    }
+  if (!(await files.exists('restore')) || !(await files.hasMark('restore', COMPLETE_MARKER))) return
+  const current = (await files.exists('live')) ? 'live' : (await files.exists('old')) ? 'old' : undefined
+  const liveIndex = current === undefined ? 0 : await appliedIndexOf(files, current)
+  if ((await appliedIndexOf(files, 'restore')) > liveIndex) {
+    if (current === 'old') await files.rename('old', 'live')
+    await switchToStagedState(files, 'restore')
+    return
   }
   await files.remove('restore')
   await files.syncDirectory()

@@ -11,7 +11,7 @@ import { decode, encode } from './codec.js'
 import { dispatch } from './apply.js'
 import { applyError, COMMAND_VERSION, type ApplyResult, type Command } from './commands.js'
 import { APPLIED_KEY, RESTORE_KEY, STAGED_PREFIX, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
-import { APPLIED_DURING_RESTORE, buildRestoredState, isRestoreCommand, planRestore, STAGED_END, type RestoreCommand, type RestoreProgress } from './restore.js'
+import { APPLIED_DURING_RESTORE, isRestoreCommand, planRestore, RestoreBuild, STAGED_END, type RestoreCommand, type RestoreProgress } from './restore.js'
 import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
 import { dbReader, type Reader, type StateDb } from './reader.js'
@@ -120,6 +120,8 @@ export class StateStore {
   private appliedIndex = 0
   /** The snapshot restore in progress (restore.ts), as the state holds it. */
   private openRestore: RestoreProgress | undefined
+  /** The restored state being built while that restore stages (opened at its first chunk after a start). */
+  private build: RestoreBuild | undefined
   private readonly tableIndexes = new Map<Table, number>()
   private currentDb: StateDb
   private currentReader: Reader
@@ -150,6 +152,8 @@ export class StateStore {
   static async openFiles(files: StateFiles): Promise<StateStore> {
     const store = new StateStore(await files.openDb('live'), files)
     await store.loadIndexes()
+    // A build left by a restore that is no longer open (abandoned or completed before a crash) is of no use.
+    if (store.openRestore === undefined && (await files.exists('restore'))) await files.remove('restore')
     return store
   }
 
@@ -170,6 +174,9 @@ export class StateStore {
    * every watcher and cache. Called from the apply loop only, so no apply runs meanwhile.
    */
   async replace(switchDirectories: (files: StateFiles) => Promise<void>): Promise<void> {
+    // A build in progress is checked again against the new state's staged area at the next chunk.
+    await this.build?.close()
+    this.build = undefined
     await this.currentDb.close()
     await switchDirectories(this.files)
     this.currentDb = await this.files.openDb('live')
@@ -223,16 +230,29 @@ export class StateStore {
 
   private async applyRestore(command: RestoreCommand, index: number): Promise<ApplyResult> {
     assert(index === this.appliedIndex + 1, `apply of index ${index} after ${this.appliedIndex}: commands must be applied once each, in order, without gaps`)
-    const step = planRestore(this.openRestore, command, index)
+    const open = this.openRestore
+    const step = planRestore(open, command, index)
     if (step.install) {
-      // Built beside the live state, then switched to as a snapshot is (replace wakes every watcher and cache).
-      await buildRestoredState(this.currentDb, this.files, index)
+      assert(open !== undefined, 'a restore commit passed its check with no restore open')
+      // The restored state was built as the chunks came (restore.ts RestoreBuild): finish it, then switch to it as to a
+      // snapshot (replace wakes every watcher and cache).
+      const build = await this.restoreBuild(open)
+      this.build = undefined
+      await build.complete(this.currentDb, index)
       await this.replace((files) => switchToStagedState(files, 'restore'))
       return step.result
     }
-    // Emptying the staged area is not atomic with the batch after it; both are idempotent, and a crash between them
-    // applies the command again from the log.
-    if (step.clearStaged) await this.currentDb.clear({ gte: STAGED_PREFIX, lt: STAGED_END })
+    if (command.type === 'restore.chunk' && step.result.ok && open !== undefined) {
+      // The build first: one ahead of the live state is harmless (the chunk is written again, alike), one behind is
+      // rebuilt from the staged area.
+      await (await this.restoreBuild(open)).add(open, command.seq, command.pairs)
+    }
+    if (step.clearStaged) {
+      // A begin, an abort, a failed commit: no build survives them. Emptying the staged area is not atomic with the
+      // batch after it; both are idempotent, and a crash between them applies the command again from the log.
+      await this.dropRestoreBuild()
+      await this.currentDb.clear({ gte: STAGED_PREFIX, lt: STAGED_END })
+    }
     await this.currentDb.batch([...step.ops, { type: 'put', key: APPLIED_KEY, value: encode(index) }])
     this.appliedIndex = index
     if (step.result.ok || step.clearStaged) {
@@ -240,6 +260,17 @@ export class StateStore {
       this.openRestore = restore === undefined ? undefined : decode<RestoreProgress>(restore)
     }
     return step.result
+  }
+
+  private async restoreBuild(open: RestoreProgress): Promise<RestoreBuild> {
+    this.build ??= await RestoreBuild.open(this.files, this.currentDb, open)
+    return this.build
+  }
+
+  private async dropRestoreBuild(): Promise<void> {
+    await this.build?.close()
+    this.build = undefined
+    await this.files.remove('restore')
   }
 
   private async applyCommands(items: readonly ApplyItem[]): Promise<ApplyResult[]> {
@@ -301,6 +332,8 @@ export class StateStore {
   }
 
   async close(): Promise<void> {
+    await this.build?.close()
+    this.build = undefined
     await this.currentDb.close()
   }
 }

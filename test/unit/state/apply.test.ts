@@ -1162,12 +1162,14 @@ describe('state: apply', function () {
       await h.ok(cmd.init())
       await h.ok(cmd.policyCreate(policyWrite(1)))
       const pairs: Array<[string, Uint8Array]> = [[recordKey('policy', policyId(2)), encode({ ...policyWrite(2), Hash: 'h', CreateIndex: 1, ModifyIndex: 1 })]]
-      await h.ok({ v: 1, type: 'restore.begin', id: 'one', chunks: 1, records: 1 })
+      const { index } = await h.ok<{ index: number }>({ v: 1, type: 'restore.begin', id: 'one', chunks: 1, records: 1 })
       await h.fails(cmd.policyCreate(policyWrite(3)), 'restore_in_progress')
       await h.ok({ v: 1, type: 'restore.chunk', id: 'one', seq: 0, pairs })
-      await h.ok({ v: 1, type: 'restore.commit', id: 'one', chunks: 1, digest: nextDigest('', pairs) })
+      expect(await h.ok({ v: 1, type: 'restore.commit', id: 'one', chunks: 1, digest: nextDigest('', pairs) })).to.deep.equal({ index: h.index })
       expect(await h.policy(policyId(1))).to.equal(undefined)
-      expect(await h.policy(policyId(2))).to.include({ CreateIndex: 1, ModifyIndex: h.index })
+      // Records are written at the begin; the tables' indexes are the commit's.
+      expect(await h.policy(policyId(2))).to.include({ CreateIndex: 1, ModifyIndex: index })
+      expect(h.store.tableIndex('policy')).to.equal(h.index)
       await h.ok({ v: 1, type: 'restore.begin', id: 'two', chunks: 1, records: 0 })
       await h.ok({ v: 1, type: 'restore.abort', id: 'two', reason: 'test' })
       await h.ok(cmd.policyCreate(policyWrite(3)))

@@ -9,7 +9,7 @@ import { expect } from 'chai'
 import { encode } from '../../../src/state/codec.js'
 import { COMMAND_VERSION, type ApplyResult, type Command } from '../../../src/state/commands.js'
 import { RESTORE_KEY, STAGED_PREFIX, TABLES, recordKey, tableIndexKey } from '../../../src/state/keys.js'
-import { buildRestoredState, isRestoredPair, nextDigest } from '../../../src/state/restore.js'
+import { isRestoredPair, nextDigest, RestoreBuild } from '../../../src/state/restore.js'
 import { finishStateSwitch, IncomingState, openStateSnapshot, switchToStagedState } from '../../../src/state/snapshot.js'
 import { StateStore } from '../../../src/state/store.js'
 import { getRecord, memberSpec, policySpec, tokenSpec } from '../../../src/state/tables.js'
@@ -94,12 +94,16 @@ describe('state/restore: a snapshot restore applied to the state machine', funct
     return opened
   }
 
+  const seed = async (replica: Node): Promise<void> => {
+    await replica.ok({ v: COMMAND_VERSION, type: 'acl.init' })
+    for (let n = 1; n <= 3; n++) await replica.ok(policy(n))
+    for (let n = 1; n <= 20; n++) await replica.ok(token(n, [n % 3 + 1]))
+    await replica.ok({ v: COMMAND_VERSION, type: 'raft.member.set', Node: 'a', Address: '127.0.0.1:1' })
+  }
+
   beforeEach(async () => {
     node = await open()
-    await node.ok({ v: COMMAND_VERSION, type: 'acl.init' })
-    for (let n = 1; n <= 3; n++) await node.ok(policy(n))
-    for (let n = 1; n <= 20; n++) await node.ok(token(n, [n % 3 + 1]))
-    await node.ok({ v: COMMAND_VERSION, type: 'raft.member.set', Node: 'a', Address: '127.0.0.1:1' })
+    await seed(node)
   })
 
   it('commit brings back the saved records with their indexes rebuilt, members kept, nothing staged left', async () => {
@@ -112,24 +116,26 @@ describe('state/restore: a snapshot restore applied to the state machine', funct
     await node.ok({ v: COMMAND_VERSION, type: 'raft.member.set', Node: 'b', Address: '127.0.0.1:2' })
     const { chunks, digest } = await stage(node, 'r1', saved, 7)
     expect(chunks.length).to.be.greaterThan(2)
+    const begun = node.store.restoreInProgress!.beginIndex
     const value = (await node.ok({ v: COMMAND_VERSION, type: 'restore.commit', id: 'r1', chunks: chunks.length, digest })) as { index: number }
+    // Every table's index is the commit's, every record's ModifyIndex the begin's.
     expect(value.index).to.equal(node.index)
     expect(node.store.lastApplied).to.equal(node.index)
     const restored = await getRecord(node.store.reader, tokenSpec, uuid(0xa, 5))
-    expect(restored).to.deep.equal({ ...savedToken, ModifyIndex: node.index })
+    expect(restored).to.deep.equal({ ...savedToken, ModifyIndex: begun })
     expect(await getRecord(node.store.reader, tokenSpec, uuid(0xa, 99))).to.equal(undefined)
     expect(await getRecord(node.store.reader, policySpec, uuid(0xb, 9))).to.equal(undefined)
     // Members are this cluster's: both kept, the one added after the save too.
     expect(await getRecord(node.store.reader, memberSpec, 'b')).to.include({ Address: '127.0.0.1:2' })
     expect(await indexProblems(node.store)).to.deep.equal([])
-    for (const table of TABLES) expect(node.store.tableIndex(table), table).to.equal(node.index)
+    for (const table of TABLES) expect(node.store.tableIndex(table), table).to.equal(value.index)
     const keys = (await dump(node.store)).map(([key]) => key)
     expect(keys.filter((key) => key.startsWith(STAGED_PREFIX) || key === RESTORE_KEY)).to.deep.equal([])
     expect(keys).to.include(tableIndexKey('token'))
     expect(node.store.restoreInProgress).to.equal(undefined)
     // Survives a reopen, and writes go on from the restore's index.
     await node.reopen()
-    expect(node.store.lastApplied).to.equal(value.index)
+    expect(node.store.lastApplied).to.equal(node.index)
     expect(await getRecord(node.store.reader, tokenSpec, uuid(0xa, 5))).to.deep.equal(restored)
     await node.ok(token(100))
   })
@@ -218,26 +224,54 @@ describe('state/restore: a snapshot restore applied to the state machine', funct
     expect(await getRecord(other.store.reader, tokenSpec, uuid(0xa, 77))).to.equal(undefined)
   })
 
-  it('a crash after the restored state was built, before the switch, is completed at start; one before it was complete is discarded', async () => {
+  it('a crash after the restored state was completed, before the switch, is completed at start', async function () {
     const saved = await archivePairs(node.store)
     await node.ok(token(88))
-    const { chunks, digest } = await stage(node, 'r1', saved, 50)
+    const { chunks, digest } = await stage(node, 'r1', saved, 10)
     const commitIndex = node.index + 1
-    // Crash 1: the restored state half built (not marked complete): discarded, the restore still open.
-    await buildRestoredState(node.store.db, node.store.files, commitIndex)
-    await node.store.files.unmark('restore', 'COMPLETE')
-    await node.reopen()
-    expect(await node.store.files.exists('restore')).to.equal(false)
-    expect(node.store.restoreInProgress?.id).to.equal('r1')
-    expect(node.store.lastApplied).to.equal(commitIndex - 1)
-    // Crash 2: built and complete, the switch not made: start switches to it.
-    await buildRestoredState(node.store.db, node.store.files, commitIndex)
-    await node.reopen()
+    const restore = node.store.restoreInProgress!
+    // What the commit does up to the switch, then the crash.
+    await node.store.close()
+    const live = await node.store.files.openDb('live')
+    const build = await RestoreBuild.open(node.store.files, live, restore)
+    await build.complete(live, commitIndex)
+    await live.close()
+    await finishStateSwitch(node.store.files, 0)
+    node.store = await StateStore.open(node.directory)
     expect(node.store.lastApplied).to.equal(commitIndex)
     expect(node.store.restoreInProgress).to.equal(undefined)
     expect(await getRecord(node.store.reader, tokenSpec, uuid(0xa, 88))).to.equal(undefined)
+    expect(await getRecord(node.store.reader, tokenSpec, uuid(0xa, 3))).to.include({ ModifyIndex: restore.beginIndex })
     expect(await indexProblems(node.store)).to.deep.equal([])
-    expect(chunks.length).to.be.greaterThan(0)
+    expect(chunks.length).to.be.greaterThan(1)
     expect(digest).to.have.length(64)
+  })
+
+  it('a build lost or behind (a crash, a snapshot installed half way) is rebuilt from the staged records, alike', async function () {
+    const saved = await archivePairs(node.store)
+    const reference = await open()
+    await seed(reference)
+    // The same restore on a node whose build goes missing twice (at a reopen, and mid-way), and on one that keeps it.
+    const size = 6
+    const chunks: Array<Array<[string, Uint8Array]>> = []
+    for (let at = 0; at < saved.length; at += size) chunks.push(saved.slice(at, at + size))
+    const records = saved.filter(([key]) => key.startsWith('r\u0000')).length
+    for (const replica of [node, reference]) await replica.ok({ v: COMMAND_VERSION, type: 'restore.begin', id: 'r1', chunks: chunks.length, records })
+    let digest = ''
+    for (const [seq, chunk] of chunks.entries()) {
+      if (seq === 1) await node.reopen()
+      if (seq === 3) {
+        // A crash that lost the build (its directory, as a power loss could leave it).
+        await node.store.close()
+        await node.store.files.remove('restore')
+        node.store = await StateStore.open(node.directory)
+      }
+      for (const replica of [node, reference]) await replica.ok({ v: COMMAND_VERSION, type: 'restore.chunk', id: 'r1', seq, pairs: chunk })
+      digest = nextDigest(digest, chunk)
+    }
+    for (const replica of [node, reference]) await replica.ok({ v: COMMAND_VERSION, type: 'restore.commit', id: 'r1', chunks: chunks.length, digest })
+    const records_ = (entries: Awaited<ReturnType<typeof dump>>): string[] => entries.filter(([key]) => !key.startsWith('r\u0000member')).map(([key, value]) => `${key}=${value.toString('hex')}`)
+    expect(records_(await dump(node.store))).to.deep.equal(records_(await dump(reference.store)))
+    expect(await indexProblems(node.store)).to.deep.equal([])
   })
 })
