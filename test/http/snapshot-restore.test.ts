@@ -5,6 +5,9 @@
  * three-node case (followers, a restore during writes) is test/cluster/snapshot-restore.test.ts.
  */
 import { expect } from 'chai'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { ApiError, Client } from '../../src/api/index.js'
 import { ARCHIVE_MAGIC } from '../../src/lib/snapshot-archive.js'
@@ -37,14 +40,21 @@ describe('snapshot restore', function () {
   let agent: AgentProcess
   let client: Client
 
+  let configDir: string
+
   before(async () => {
-    agent = await startAgent()
+    // Expiry in seconds, for the token that expires between the save and the restore.
+    configDir = await mkdtemp(join(tmpdir(), 'warden-restore-config-'))
+    const configFile = join(configDir, 'config.json')
+    await writeFile(configFile, JSON.stringify({ acl: { token_min_expiration_ttl: '1s', token_max_expiration_ttl: '1h' } }))
+    agent = await startAgent({ args: ['--config-file', configFile] })
     client = new Client({ address: agent.httpAddress, token: agent.managementToken })
   })
 
   after(async () => {
     client?.close()
     await agent?.stop()
+    if (configDir !== undefined) await rm(configDir, { recursive: true, force: true })
   })
 
   const save = async (): Promise<{ archive: Buffer; index: number }> => {
@@ -89,6 +99,18 @@ describe('snapshot restore', function () {
     const after = await agent.request('PUT', '/v1/acl/policy', { body: { Name: 'after-restore', Rules: '' } })
     expect(after.status).to.equal(200)
     expect(after.body.CreateIndex).to.be.greaterThan(restored.index)
+  })
+
+  it('treats a restored token that expired since the save as expired at once', async () => {
+    const expiring = await agent.request('PUT', '/v1/acl/token', { body: { Description: 'expires soon', ExpirationTTL: '2s' } })
+    expect(expiring.status, expiring.text).to.equal(200)
+    const { archive } = await save()
+    expect((await agent.request('GET', '/v1/acl/token/self', { token: expiring.body.SecretID })).status).to.equal(200)
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    await restore(archive)
+    const self = await agent.request('GET', '/v1/acl/token/self', { token: expiring.body.SecretID })
+    expect(self.status).to.equal(403)
+    expect(self.body.Error).to.match(/ACL not found/)
   })
 
   it('releases blocking queries at once, with the restore index', async () => {
