@@ -26,7 +26,7 @@ import { WardenError } from '../lib/errors.js'
 import type { Cluster } from '../rpc/index.js'
 import { COMMAND_VERSION, type ApplyResult } from '../state/commands.js'
 import { BOOTSTRAP_KEY } from '../state/keys.js'
-import { isRestoredPair, nextDigest, RESTORE_CHUNK_BYTES_MAX, RESTORE_CHUNK_PAIRS_MAX, stagedPairProblem, type RestoreCommand } from '../state/restore.js'
+import { ascendingProblem, isRestoredPair, nextDigest, RESTORE_CHUNK_BYTES_MAX, RESTORE_CHUNK_PAIRS_MAX, stagedPairProblem, type RestoreCommand } from '../state/restore.js'
 import type { StateStore } from '../state/store.js'
 
 /** A restore whose progress has not moved for this long, with no driver on the leader, is abandoned. */
@@ -43,6 +43,17 @@ export interface RestoreOutcome {
 export interface RestoreHooks {
   /** Called after the archive is verified and before anything is proposed (the audit log's request line). */
   beforePropose?: (id: string) => Promise<void>
+}
+
+/** Thrown through the archive reader once a restore is abandoned: `answer` is what the caller is told. */
+class Abandoned extends Error {
+  constructor(
+    readonly answer: WardenError,
+    /** Whether the abort applied (the restore was open until then). */
+    readonly aborted: boolean,
+  ) {
+    super(answer.message)
+  }
 }
 
 /** A chunk of pairs to stage, cut the same way on the counting pass and on the proposing pass. */
@@ -114,11 +125,13 @@ export class SnapshotRestorer {
     let chunks = 0
     let records = 0
     let problem: string | undefined
+    let previous = ''
     const chunker = new Chunker(async () => void (chunks += 1))
     const { meta } = await readFile(file, async (key, value) => {
       // The first record that cannot be restored is reported once the archive is known undamaged: damage (which
-      // also makes records unreadable) is named as such.
-      problem ??= stagedPairProblem(key, value)
+      // also makes records unreadable) is named as such. Apply checks each chunk again (state/restore.ts).
+      problem ??= ascendingProblem(previous, [[key, value]]) ?? stagedPairProblem(key, value)
+      previous = key
       if (key !== BOOTSTRAP_KEY) records += 1
       await chunker.add(key, value)
     })
@@ -129,7 +142,9 @@ export class SnapshotRestorer {
 
   private async drive(id: string, file: string, counted: { meta: ArchiveMeta; chunks: number; records: number }): Promise<RestoreOutcome> {
     const { log } = this.options
-    const begun = await this.propose({ v: COMMAND_VERSION, type: 'restore.begin', id, chunks: counted.chunks, records: counted.records }, id, false)
+    const begun = await this.propose({ v: COMMAND_VERSION, type: 'restore.begin', id, chunks: counted.chunks, records: counted.records }, id, false).catch((error: unknown) => {
+      throw error instanceof Abandoned ? error.answer : error
+    })
     if (!begun.result.ok) throw new WardenError(begun.result.error.code === 'conflict' ? 'conflict' : 'internal', `snapshot: ${begun.result.error.message}`)
     log.info({ id, chunks: counted.chunks, records: counted.records, archiveIndex: counted.meta.Index, archiveDatacenter: counted.meta.Datacenter }, 'snapshot restore begun')
     let seq = 0
@@ -144,16 +159,19 @@ export class SnapshotRestorer {
       await readFile(file, (key, value) => chunker.add(key, value))
       await chunker.flush()
     } catch (error) {
-      // A WardenError is a chunk refused or not applied, the restore already abandoned.
-      if (error instanceof WardenError) throw error
+      if (error instanceof Abandoned) throw error.answer
       // The archive was read whole a moment ago: a failure now is the disk's.
-      throw await this.abandon(id, `reading the spooled archive failed: ${(error as Error).message}`)
+      throw (await this.abandon(id, `reading the spooled archive failed: ${(error as Error).message}`)).answer
     }
     let committed: { result: ApplyResult; index: number }
     try {
       committed = await this.cluster.proposeIndexed({ v: COMMAND_VERSION, type: 'restore.commit', id, chunks: seq, digest })
     } catch (error) {
-      if (error instanceof WardenError && error.code === 'no_leader') throw await this.abandon(id, error.message)
+      if (error instanceof WardenError && error.code === 'no_leader') throw (await this.abandon(id, error.message)).answer
+      // The commit may have been applied. An abort that applies proves it was not (it would find no restore open), and
+      // stops the refusal of writes now rather than at the janitor's turn.
+      const abandoned = await this.abandon(id, `its last step's outcome is unknown (${(error as Error).message})`)
+      if (abandoned.aborted) throw abandoned.answer
       throw new WardenError('outcome_unknown', `snapshot: the restore's last step may or may not have been applied (${(error as Error).message}); read the state to find out which`)
     }
     if (!committed.result.ok) throw new WardenError('internal', `snapshot: ${committed.result.error.message}`)
@@ -175,22 +193,22 @@ export class SnapshotRestorer {
     }
   }
 
-  /** Abandons restore `id` (if it is open) and gives the error that tells the caller nothing was restored. */
-  private async abandon(id: string, reason: string): Promise<WardenError> {
+  /** Abandons restore `id` (if it is open): the answer tells the caller nothing was restored. */
+  private async abandon(id: string, reason: string): Promise<Abandoned> {
     this.options.log.warn({ id, reason }, 'abandoning a snapshot restore')
     try {
       const result = await this.cluster.propose({ v: COMMAND_VERSION, type: 'restore.abort', id, reason: reason.slice(0, 1024) })
-      if (!result.ok && result.error.code === 'not_found') {
-        // Already abandoned (the janitor), or it never began.
-        return new WardenError('internal', `snapshot: the restore failed (${reason}); nothing was restored`)
-      }
+      // not_found: abandoned already (the janitor, a commit that failed its check), or it never began.
+      return new Abandoned(new WardenError('internal', `snapshot: the restore failed (${reason}); nothing was restored`), result.ok)
     } catch (error) {
-      return new WardenError(
-        'outcome_unknown',
-        `snapshot: the restore failed (${reason}) and abandoning it did not complete (${(error as Error).message}); nothing was restored, and writes stay refused until the leader abandons it (within ${RESTORE_STALL_MS / 1000} s)`,
+      return new Abandoned(
+        new WardenError(
+          'outcome_unknown',
+          `snapshot: the restore failed (${reason}) and abandoning it did not complete (${(error as Error).message}); nothing was restored, and writes stay refused until the leader abandons it (within ${RESTORE_STALL_MS / 1000} s)`,
+        ),
+        false,
       )
     }
-    return new WardenError('internal', `snapshot: the restore failed (${reason}); nothing was restored`)
   }
 
   /** The janitor's turn: on the leader, abandons a restore nobody here drives that has not moved for RESTORE_STALL_MS. */

@@ -21,6 +21,7 @@
  * `finishStateSwitch` completes a switch a crash interrupted.
  */
 import { createHash } from 'node:crypto'
+import { parseTime } from '../lib/ids.js'
 import { assert } from '../lib/assert.js'
 import { applyError, type ApplyResult, type CommandType } from './commands.js'
 import { decode, encode } from './codec.js'
@@ -66,6 +67,8 @@ export interface RestoreProgress {
   nextSeq: number
   staged: number
   digest: string
+  /** The last key staged ('' before the first). */
+  lastKey: string
 }
 
 /** Tables an archive restores, each with the spec its indexes are rebuilt from. */
@@ -117,6 +120,9 @@ function recordTable(key: string): Table | undefined {
  * entry in the log can make a node fail.
  */
 export function stagedPairProblem(key: string, value: Uint8Array): string | undefined {
+  if (Buffer.byteLength(key) + value.length > RESTORE_PAIR_BYTES_MAX) {
+    return `the pair under ${JSON.stringify(key.slice(0, 200))} holds ${Buffer.byteLength(key) + value.length} bytes, more than any record can (${RESTORE_PAIR_BYTES_MAX})`
+  }
   if (key === BOOTSTRAP_KEY) {
     try {
       const index = decode<unknown>(value)
@@ -136,6 +142,14 @@ export function stagedPairProblem(key: string, value: Uint8Array): string | unde
     return `${name} is not MessagePack`
   }
   if (typeof record !== 'object' || record === null || Array.isArray(record) || Buffer.isBuffer(record)) return `${name} is not a map`
+  // Encoding a record nested thousands deep overflows the stack (decoding goes deeper): refused here, on every replica
+  // alike, rather than thrown out of an apply that every replica would then fail at every start.
+  if (!withinDepth(record, RECORD_DEPTH_MAX)) return `${name} nests maps and lists deeper than ${RECORD_DEPTH_MAX} levels`
+  const expiration = (record as { ExpirationTime?: unknown }).ExpirationTime
+  // The expiry index is built from this time: one that depends on the server's time zone would index differently.
+  if (table === 'token' && expiration !== undefined && (typeof expiration !== 'string' || parseTime(expiration) === undefined)) {
+    return `${name}: ExpirationTime must be an RFC 3339 time with its offset`
+  }
   const { CreateIndex, ModifyIndex } = record as { CreateIndex?: unknown; ModifyIndex?: unknown }
   for (const [field, index] of [['CreateIndex', CreateIndex], ['ModifyIndex', ModifyIndex]] as const) {
     if (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0) return `${name}: ${field} must be a non-negative integer`
@@ -148,10 +162,39 @@ export function stagedPairProblem(key: string, value: Uint8Array): string | unde
     }
     for (const valuesOf of Object.values(spec.multi)) {
       const values = valuesOf(record)
-      if (!Array.isArray(values) || values.some((item) => typeof item !== 'string' || item.includes(SEP))) return `${name} has a field of the wrong type`
+      if (!Array.isArray(values) || values.some((item) => typeof item !== 'string')) return `${name} has a field of the wrong type`
     }
   } catch {
     return `${name} lacks a field its table needs`
+  }
+  return undefined
+}
+
+/** Bytes of one pair at most: past any record a write can make (bodies are 1 MiB), far under a peer frame. */
+export const RESTORE_PAIR_BYTES_MAX = 2 * 1024 * 1024
+/**
+ * Nesting of a restored record at most: validate.ts's VALUE_DEPTH_MAX (64) for config entries and auth-method Config,
+ * plus the record and its field. (A literal: validate.ts imports this module.)
+ */
+const RECORD_DEPTH_MAX = 66
+
+function withinDepth(value: unknown, levels: number): boolean {
+  if (typeof value !== 'object' || value === null || value instanceof Uint8Array) return true
+  if (levels === 0) return false
+  for (const item of Array.isArray(value) ? value : Object.values(value)) if (!withinDepth(item, levels - 1)) return false
+  return true
+}
+
+/**
+ * Whether the pairs of a chunk ascend strictly, from `after` (the last key staged before them): an archive is in key
+ * order, and a key staged twice would index its first value in a build made chunk by chunk but not in one rebuilt.
+ */
+export function ascendingProblem(after: string, pairs: ReadonlyArray<readonly [string, Uint8Array]>): string | undefined {
+  let previous = Buffer.from(after, 'utf8')
+  for (const [key] of pairs) {
+    const next = Buffer.from(key, 'utf8')
+    if (Buffer.compare(previous, next) >= 0) return `the key ${JSON.stringify(key.slice(0, 200))} is out of order or repeated (an archive's keys ascend)`
+    previous = next
   }
   return undefined
 }
@@ -197,13 +240,15 @@ export function planRestore(open: RestoreProgress | undefined, command: RestoreC
   switch (command.type) {
     case 'restore.begin': {
       if (open !== undefined) return refuse(applyError('conflict', `a snapshot restore is in progress already (${open.id}); wait for it to end`))
-      const progress: RestoreProgress = { id: command.id, beginIndex: index, chunks: command.chunks, records: command.records, nextSeq: 0, staged: 0, digest: '' }
+      const progress: RestoreProgress = { id: command.id, beginIndex: index, chunks: command.chunks, records: command.records, nextSeq: 0, staged: 0, digest: '', lastKey: '' }
       return { result: { ok: true, value: { index } }, clearStaged: true, ops: [put(RESTORE_KEY, encode(progress))], install: false }
     }
     case 'restore.chunk': {
       if (open === undefined || open.id !== command.id) return notThis()
       if (command.seq !== open.nextSeq) return refuse(applyError('conflict', `restore ${open.id} expects chunk ${open.nextSeq}, not ${command.seq}`))
       if (command.seq >= open.chunks) return refuse(applyError('invalid_input', `restore ${open.id} announced ${open.chunks} chunks; chunk ${command.seq} is one too many`))
+      const disordered = ascendingProblem(open.lastKey, command.pairs)
+      if (disordered !== undefined) return refuse(applyError('invalid_input', `chunk ${command.seq}: ${disordered}`))
       const ops: BatchOp[] = []
       let records = 0
       for (const [key, value] of command.pairs) {
@@ -212,7 +257,8 @@ export function planRestore(open: RestoreProgress | undefined, command: RestoreC
         ops.push(put(STAGED_PREFIX + key, Buffer.from(value.buffer, value.byteOffset, value.byteLength)))
         if (key !== BOOTSTRAP_KEY) records += 1
       }
-      const progress: RestoreProgress = { ...open, nextSeq: open.nextSeq + 1, staged: open.staged + records, digest: nextDigest(open.digest, command.pairs) }
+      const lastKey = command.pairs.at(-1)?.[0] ?? open.lastKey
+      const progress: RestoreProgress = { ...open, nextSeq: open.nextSeq + 1, staged: open.staged + records, digest: nextDigest(open.digest, command.pairs), lastKey }
       ops.push(put(RESTORE_KEY, encode(progress)))
       return { result: { ok: true }, clearStaged: false, ops, install: false }
     }
@@ -300,9 +346,18 @@ export class RestoreBuild {
 
   /** Opens the build for the restore `open`, rebuilt from `live`'s staged area unless it holds every chunk staged. */
   static async open(files: StateFiles, live: StateDb, open: RestoreProgress): Promise<RestoreBuild> {
-    const build = new RestoreBuild(files, await files.openDb('restore'))
-    const stored = await build.db.get(BUILD_PROGRESS_KEY)
-    const progress = stored === undefined ? undefined : decode<BuildProgress>(stored)
+    let progress: BuildProgress | undefined
+    let db: StateDb
+    try {
+      db = await files.openDb('restore')
+      const stored = await db.get(BUILD_PROGRESS_KEY)
+      progress = stored === undefined ? undefined : decode<BuildProgress>(stored)
+    } catch {
+      // The build is a cache of the staged records: one that cannot be read is built again.
+      await files.remove('restore')
+      db = await files.openDb('restore')
+    }
+    const build = new RestoreBuild(files, db)
     if (progress === undefined || progress.id !== open.id || progress.nextSeq < open.nextSeq) await build.rebuild(live, open)
     return build
   }

@@ -6,13 +6,13 @@
  * building the restored state and switching to it.
  */
 import { expect } from 'chai'
-import { encode } from '../../../src/state/codec.js'
+import { decode, encode } from '../../../src/state/codec.js'
 import { COMMAND_VERSION, type ApplyResult, type Command } from '../../../src/state/commands.js'
-import { RESTORE_KEY, STAGED_PREFIX, TABLES, recordKey, tableIndexKey } from '../../../src/state/keys.js'
+import { RESTORE_KEY, STAGED_PREFIX, TABLES, nsKey, recordKey, tableIndexKey } from '../../../src/state/keys.js'
 import { isRestoredPair, nextDigest, RestoreBuild } from '../../../src/state/restore.js'
 import { finishStateSwitch, IncomingState, openStateSnapshot, switchToStagedState } from '../../../src/state/snapshot.js'
 import { StateStore } from '../../../src/state/store.js'
-import { getRecord, memberSpec, policySpec, tokenSpec } from '../../../src/state/tables.js'
+import { authMethodSpec, getRecord, memberSpec, policySpec, tokenSpec } from '../../../src/state/tables.js'
 import { buildTokenCreate, dump, indexProblems } from '../../support/state.js'
 import { useTempDirs } from '../../support/temp-dir.js'
 
@@ -99,6 +99,13 @@ describe('state/restore: a snapshot restore applied to the state machine', funct
     for (let n = 1; n <= 3; n++) await replica.ok(policy(n))
     for (let n = 1; n <= 20; n++) await replica.ok(token(n, [n % 3 + 1]))
     await replica.ok({ v: COMMAND_VERSION, type: 'raft.member.set', Node: 'a', Address: '127.0.0.1:1' })
+    // An auth method, a binding rule and a login's token: their indexes are keyed by namespace and name together.
+    const method = { Name: 'jwt', Type: 'jwt', DisplayName: '', Description: '', MaxTokenTTLMs: 0, TokenLocality: '', Config: { JWTValidationPubKeys: ['k'] }, NamespaceRules: [], Namespace: 'default' }
+    await replica.ok({ v: COMMAND_VERSION, type: 'acl.auth-method.create', method })
+    await replica.ok({ v: COMMAND_VERSION, type: 'acl.binding-rule.create', rule: { ID: uuid(0xd, 1), Description: '', AuthMethod: 'jwt', Selector: '', BindType: 'service', BindName: 'web', Namespace: 'default' } })
+    const { ModifyIndex } = (await getRecord(replica.store.reader, authMethodSpec, nsKey('default', 'jwt')))!
+    const login = buildTokenCreate({ AccessorID: uuid(0xa, 50), SecretID: uuid(0x5, 50), CreateTime: NOW, Description: 'login', AuthMethod: 'jwt', ServiceIdentities: [{ ServiceName: 'web' }] })
+    await replica.ok({ v: COMMAND_VERSION, type: 'acl.login', login: { token: login, authMethodNamespace: 'default', authMethodModifyIndex: ModifyIndex } })
   }
 
   beforeEach(async () => {
@@ -123,6 +130,13 @@ describe('state/restore: a snapshot restore applied to the state machine', funct
     expect(node.store.lastApplied).to.equal(node.index)
     const restored = await getRecord(node.store.reader, tokenSpec, uuid(0xa, 5))
     expect(restored).to.deep.equal({ ...savedToken, ModifyIndex: begun })
+    // Every saved record is back as it was but for its ModifyIndex: the login's token and binding rule too.
+    const now = new Map((await dump(node.store)).map(([key, value]) => [key, value]))
+    for (const [key, value] of saved) {
+      if (!key.startsWith('r\u0000')) continue
+      expect({ ...decode<object>(now.get(key)!), ModifyIndex: 0 }, key).to.deep.equal({ ...decode<object>(value), ModifyIndex: 0 })
+    }
+    expect(saved.some(([key]) => key.startsWith(recordKey('binding-rule', '')))).to.equal(true)
     expect(await getRecord(node.store.reader, tokenSpec, uuid(0xa, 99))).to.equal(undefined)
     expect(await getRecord(node.store.reader, policySpec, uuid(0xb, 9))).to.equal(undefined)
     // Members are this cluster's: both kept, the one added after the save too.
