@@ -4,7 +4,7 @@
  * request that got no answer is a `ConnectionError` that says whether the server can have seen it: a write whose
  * outcome is unknown must never be taken for one that failed cleanly.
  */
-import { WardenError, type ErrorCode } from '../lib/errors.js'
+import { WardenError, type ErrorCode, type TextPosition } from '../lib/errors.js'
 
 /** The codes warden answers with, and any a newer server may add. */
 export type ApiErrorCode = ErrorCode | 'unknown_datacenter' | 'no_path_to_datacenter' | (string & {})
@@ -17,8 +17,10 @@ export class ApiError extends WardenError {
     code: ApiErrorCode,
     message: string,
     field?: string,
+    /** The answer's Line and Column: where in the field's text (policy Rules) the mistake is. */
+    position?: TextPosition,
   ) {
-    super(code as ErrorCode, message, field)
+    super(code as ErrorCode, message, field, { position })
   }
 
   /** True when this is the code given. */
@@ -52,8 +54,9 @@ export class ConnectionError extends Error {
  */
 export function errorFromAnswer(status: number, body: unknown, text: string): ApiError {
   if (typeof body === 'object' && body !== null && typeof (body as { Error?: unknown }).Error === 'string') {
-    const { Error: message, Code: code, Field: field } = body as { Error: string; Code?: unknown; Field?: unknown }
-    return new ApiError(status, typeof code === 'string' ? code : codeOfStatus(status), message, typeof field === 'string' ? field : undefined)
+    const { Error: message, Code: code, Field: field, Line: line, Column: column } = body as { Error: string; Code?: unknown; Field?: unknown; Line?: unknown; Column?: unknown }
+    const position = typeof line === 'number' && typeof column === 'number' ? { line, column } : undefined
+    return new ApiError(status, typeof code === 'string' ? code : codeOfStatus(status), message, typeof field === 'string' ? field : undefined, position)
   }
   const firstLine = text.split('\n', 1)[0]?.trim().slice(0, 200) ?? ''
   return new ApiError(status, codeOfStatus(status), firstLine === '' ? `HTTP ${status}` : `HTTP ${status}: ${firstLine}`)

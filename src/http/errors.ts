@@ -1,10 +1,11 @@
 /**
- * The first middleware: every error leaves as one JSON shape, {"Error", "Code", "Field"?}, with the status its code
- * maps to. Anything that is not an operating error is a 500 whose details go only to the log.
+ * The first middleware: every error leaves as one JSON shape, {"Error", "Code", "Field"?, "Line"?, "Column"?}, with the
+ * status its code maps to. Line and Column (1-based) come only with an error about one place in a field's text (policy
+ * Rules), so that an editor can put the cursor there. Anything that is not an operating error is a 500 whose details go only to the log.
  */
 import type { Context, Next } from 'koa'
 import type { Logger } from 'pino'
-import { RateLimitedError, WardenError, type ErrorCode } from '../lib/errors.js'
+import { RateLimitedError, WardenError, type ErrorCode, type TextPosition } from '../lib/errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
 
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
@@ -39,9 +40,14 @@ function cut(text: string, max: number): string {
  * The one error shape. Messages quote the offending value or key so the caller can find it, but a 200 KB name or a
  * 500 KB key would come back whole, twice: both are cut.
  */
-export function errorBody(code: ErrorCode, message: string, field?: string): Record<string, string> {
-  const text = cut(message, MESSAGE_CHARS_MAX)
-  return field === undefined ? { Error: text, Code: code } : { Error: text, Code: code, Field: cut(field, FIELD_CHARS_MAX) }
+export function errorBody(code: ErrorCode, message: string, field?: string, position?: TextPosition): Record<string, string | number> {
+  const body: Record<string, string | number> = { Error: cut(message, MESSAGE_CHARS_MAX), Code: code }
+  if (field !== undefined) body.Field = cut(field, FIELD_CHARS_MAX)
+  if (position !== undefined) {
+    body.Line = position.line
+    body.Column = position.column
+  }
+  return body
 }
 
 export function errorMiddleware(log: Logger, limiter = new LogLimiter()) {
@@ -56,7 +62,7 @@ export function errorMiddleware(log: Logger, limiter = new LogLimiter()) {
     return downstream.then(undefined, (error: unknown) => {
       if (error instanceof WardenError) {
         ctx.status = STATUS_BY_CODE[error.code]
-        ctx.body = errorBody(error.code, error.message, error.field)
+        ctx.body = errorBody(error.code, error.message, error.field, error.position)
         if (error instanceof RateLimitedError) ctx.set('Retry-After', String(error.retryAfterSeconds))
         if (error.code === 'outcome_unknown' || error.code === 'internal') log.warn({ err: error, path: ctx.path }, error.message)
         // What the caller may not see (where an identity service is) but the operator needs to fix it.

@@ -30,31 +30,47 @@ export interface WireError {
   code: ErrorCode
   message: string
   field?: string | undefined
+  /** Where in the field's text the mistake is (policy Rules), 1-based; absent for errors without a position. */
+  line?: number | undefined
+  column?: number | undefined
+}
+
+/** A 1-based line and column inside the text of a field (policy Rules), for an editor to put the cursor on. */
+export interface TextPosition {
+  readonly line: number
+  readonly column: number
 }
 
 export class WardenError extends Error {
   override readonly name: string = 'WardenError'
+  /** Set when the error is about one place in the field's text (a rules mistake): the body then carries Line, Column. */
+  readonly position: TextPosition | undefined
   constructor(
     readonly code: ErrorCode,
     message: string,
     readonly field?: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; position?: TextPosition | undefined },
   ) {
-    super(message, options)
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
+    this.position = options?.position
   }
 
   toWire(): WireError {
-    return this.field === undefined
-      ? { code: this.code, message: this.message }
-      : { code: this.code, message: this.message, field: this.field }
+    const wire: WireError = { code: this.code, message: this.message }
+    if (this.field !== undefined) wire.field = this.field
+    if (this.position !== undefined) {
+      wire.line = this.position.line
+      wire.column = this.position.column
+    }
+    return wire
   }
 }
 
-/** A request field broke a rule. The message reads `<field>: <rule>`. */
+/** A request field broke a rule. The message reads `<field>: <rule>`; `position` points into the field's text. */
 export class InvalidInputError extends WardenError {
   override readonly name: string = 'InvalidInputError'
-  constructor(field: string | undefined, rule: string) {
-    super('invalid_input', field === undefined ? rule : `${field}: ${rule}`, field)
+  constructor(field: string | undefined, rule: string, position?: TextPosition) {
+    super('invalid_input', field === undefined ? rule : `${field}: ${rule}`, field, { position })
   }
 }
 
@@ -91,5 +107,6 @@ export class RateLimitedError extends WardenError {
 }
 
 export function errorFromWire(wire: WireError): WardenError {
-  return new WardenError(wire.code, wire.message, wire.field)
+  const position = typeof wire.line === 'number' && typeof wire.column === 'number' ? { line: wire.line, column: wire.column } : undefined
+  return new WardenError(wire.code, wire.message, wire.field, { position })
 }

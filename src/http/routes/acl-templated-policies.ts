@@ -16,6 +16,7 @@ import type { ApiContext } from '../context.js'
 import { ANONYMOUS_BODY, readJsonObject } from '../body.js'
 import { LinkNames, renderToken } from '../render.js'
 import { namespaceOf, requirePermission } from '../request.js'
+import { checkRules } from '../rules.js'
 import { bootstrapSchema, previewSchema } from '../schemas.js'
 import { validateBody } from '../validate.js'
 import { propose } from '../write.js'
@@ -53,7 +54,11 @@ async function previewTemplate(ctx: ApiContext): Promise<void> {
   // The preview body's `Name` is the template's `name` variable: a schema failure names the body field.
   const problems = validateTemplateVariables(name, variables)
   if (problems.length > 0) throw new InvalidInputError('Name', problems.join('; ').replace(/^name: /, ''))
-  ctx.body = renderTemplatedPolicy(name, variables)
+  const policy = renderTemplatedPolicy(name, variables)
+  // builtin/workload-identity takes any name, and a backslash or a line break in it makes rules that do not parse
+  // (they would grant nothing): refused here, the error's Line and Column pointing into the rendered Rules.
+  checkRules(policy.Rules, 'Name')
+  ctx.body = policy
 }
 
 async function listTemplates(ctx: ApiContext): Promise<void> {
