@@ -128,6 +128,10 @@ function printAddresses(cluster: LocalCluster): void {
   if (first === undefined) return
   const address = cluster.apiAddress(first)
   const { tls } = state
+  // Every node serves the UI (src/http/routes/ui.ts); the first one's is printed, as for the command line.
+  process.stdout.write(
+    `Web UI: ${address}/ui/ (any node's /ui/; sign in with the management token${tls === undefined ? '' : '; the browser must present the client certificate below'})\n`,
+  )
   if (tls === undefined) {
     // The command line reads both from the environment (README "Command line"), so one paste makes `warden` work.
     process.stdout.write(`For the command line: export WARDEN_HTTP_ADDR=${address} WARDEN_HTTP_TOKEN=${state.managementToken}\n`)

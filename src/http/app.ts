@@ -25,6 +25,7 @@ import { authorityStream, forwardsToDatacenter, forwardToDatacenter, forwardToPr
 import { aclReplicationRoutes } from './routes/acl-replication.js'
 import { snapshotRoutes } from './routes/snapshot.js'
 import { agentRoutes } from './routes/agent.js'
+import { uiRoutes } from './routes/ui.js'
 import { requestMetricsMiddleware } from './request-metrics.js'
 
 /**
@@ -62,6 +63,7 @@ export function createApp(services: AppServices): Koa {
   aclReplicationRoutes(router)
   snapshotRoutes(router)
   agentRoutes(router)
+  uiRoutes(router)
 
   // What Koa could not answer (a client that hung up or broke the protocol mid-body, a socket that failed while the
   // answer was written) reaches this listener; without one Koa prints each stack to stderr, outside the JSON log.

@@ -1,0 +1,388 @@
+/**
+ * The building blocks every page uses, written so that each control has a label (a screen reader names it, a browser
+ * test finds it with getByLabel or getByRole), buttons are <button>s, and no state is told by colour alone.
+ */
+import type { ComponentChildren, JSX, RefObject } from 'preact'
+import { useEffect, useId, useRef, useState } from 'preact/hooks'
+import { ApiError, errorText } from './api.js'
+import type { Verdict } from './permissions.js'
+import { Link } from './router.js'
+
+/** A page: its heading takes the focus when it appears, so a screen reader announces where a navigation went. */
+export function Page({ title, children, actions }: { title: string; children?: ComponentChildren; actions?: ComponentChildren }): JSX.Element {
+  const heading = useRef<HTMLHeadingElement>(null)
+  useEffect(() => {
+    document.title = `${title} · warden`
+    heading.current?.focus({ preventScroll: true })
+  }, [title])
+  return (
+    <section class="page" aria-labelledby="page-title">
+      <header class="page-header">
+        <h1 id="page-title" tabIndex={-1} ref={heading}>
+          {title}
+        </h1>
+        {actions === undefined ? null : <div class="page-actions">{actions}</div>}
+      </header>
+      {children}
+    </section>
+  )
+}
+
+export function ErrorMessage({ error, prefix }: { error: unknown; prefix?: string }): JSX.Element | null {
+  if (error === undefined || error === null) return null
+  const code = error instanceof ApiError && error.code !== 'network' ? ` (${error.code})` : ''
+  return (
+    <p class="error" role="alert">
+      <span class="error-mark" aria-hidden="true">
+        ✖{' '}
+      </span>
+      {prefix === undefined ? 'Error: ' : `${prefix}: `}
+      {errorText(error)}
+      {code}
+    </p>
+  )
+}
+
+/** A polite announcement (saved, copied): read out by screen readers without moving the focus. */
+export function Notice({ text }: { text: string | undefined }): JSX.Element {
+  return (
+    <p class="notice" role="status">
+      {text ?? ''}
+    </p>
+  )
+}
+
+export function Loading({ what }: { what: string }): JSX.Element {
+  return <p class="loading">Loading {what}…</p>
+}
+
+interface FieldProps {
+  label: string
+  hint?: string
+  /** An error about this field: shown under it and tied to it for screen readers. */
+  error?: string | undefined
+}
+
+function Described({ id, hint, error }: { id: string; hint: string | undefined; error: string | undefined }): JSX.Element {
+  return (
+    <>
+      {hint === undefined ? null : (
+        <span class="hint" id={`${id}-hint`}>
+          {hint}
+        </span>
+      )}
+      {error === undefined ? null : (
+        <span class="field-error" id={`${id}-error`}>
+          <span aria-hidden="true">✖ </span>
+          {error}
+        </span>
+      )}
+    </>
+  )
+}
+
+function describedBy(id: string, hint: string | undefined, error: string | undefined): string | undefined {
+  const ids = [hint === undefined ? '' : `${id}-hint`, error === undefined ? '' : `${id}-error`].filter((value) => value !== '')
+  return ids.length === 0 ? undefined : ids.join(' ')
+}
+
+export function TextField({
+  label,
+  hint,
+  error,
+  value,
+  onValue,
+  type = 'text',
+  required,
+  disabled,
+  autoComplete,
+  placeholder,
+  inputRef,
+}: FieldProps & {
+  value: string
+  onValue: (value: string) => void
+  type?: 'text' | 'password' | 'search'
+  required?: boolean
+  disabled?: boolean
+  autoComplete?: string
+  placeholder?: string
+  inputRef?: RefObject<HTMLInputElement | null>
+}): JSX.Element {
+  const id = useId()
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <input
+        id={id}
+        ref={inputRef}
+        // Preact types each input type apart (a password input may take no role); all three take what is set here.
+        type={type as 'text'}
+        value={value}
+        required={required}
+        disabled={disabled}
+        autoComplete={autoComplete ?? 'off'}
+        placeholder={placeholder}
+        spellcheck={false}
+        aria-invalid={error === undefined ? undefined : 'true'}
+        aria-describedby={describedBy(id, hint, error)}
+        onInput={(event) => onValue(event.currentTarget.value)}
+      />
+      <Described id={id} hint={hint} error={error} />
+    </div>
+  )
+}
+
+export function TextArea({
+  label,
+  hint,
+  error,
+  value,
+  onValue,
+  rows = 6,
+  disabled,
+  areaRef,
+  children,
+}: FieldProps & { value: string; onValue: (value: string) => void; rows?: number; disabled?: boolean; areaRef?: RefObject<HTMLTextAreaElement | null>; children?: ComponentChildren }): JSX.Element {
+  const id = useId()
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <textarea
+        id={id}
+        ref={areaRef}
+        rows={rows}
+        value={value}
+        disabled={disabled}
+        spellcheck={false}
+        aria-invalid={error === undefined ? undefined : 'true'}
+        aria-describedby={describedBy(id, hint, error)}
+        onInput={(event) => onValue(event.currentTarget.value)}
+      />
+      <Described id={id} hint={hint} error={error} />
+      {children}
+    </div>
+  )
+}
+
+export function Select({
+  label,
+  hint,
+  value,
+  onValue,
+  options,
+  disabled,
+}: FieldProps & { value: string; onValue: (value: string) => void; options: Array<[value: string, text: string]>; disabled?: boolean }): JSX.Element {
+  const id = useId()
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <select id={id} value={value} disabled={disabled} aria-describedby={describedBy(id, hint, undefined)} onChange={(event) => onValue(event.currentTarget.value)}>
+        {options.map(([optionValue, text]) => (
+          <option key={optionValue} value={optionValue}>
+            {text}
+          </option>
+        ))}
+      </select>
+      <Described id={id} hint={hint} error={undefined} />
+    </div>
+  )
+}
+
+export function Checkbox({ label, hint, checked, onChecked, disabled }: FieldProps & { checked: boolean; onChecked: (checked: boolean) => void; disabled?: boolean }): JSX.Element {
+  const id = useId()
+  return (
+    <div class="field checkbox">
+      <input id={id} type="checkbox" checked={checked} disabled={disabled} aria-describedby={describedBy(id, hint, undefined)} onChange={(event) => onChecked(event.currentTarget.checked)} />
+      <label for={id}>{label}</label>
+      <Described id={id} hint={hint} error={undefined} />
+    </div>
+  )
+}
+
+/** A set of checkboxes (the policies or roles a token links), in a fieldset whose legend names the set. */
+export function CheckboxGroup({ legend, options, selected, onChange, empty }: { legend: string; options: string[]; selected: string[]; onChange: (selected: string[]) => void; empty: string }): JSX.Element {
+  return (
+    <fieldset class="field group">
+      <legend>{legend}</legend>
+      {options.length === 0 ? <p class="hint">{empty}</p> : null}
+      {options.map((option) => (
+        <Checkbox
+          key={option}
+          label={option}
+          checked={selected.includes(option)}
+          onChecked={(checked) => onChange(checked ? [...selected, option] : selected.filter((name) => name !== option))}
+        />
+      ))}
+    </fieldset>
+  )
+}
+
+/**
+ * A button the token may not be allowed to use: disabled, with the reason next to it and tied to it, when the agent
+ * says the token lacks the permission.
+ */
+export function GuardedButton({
+  verdict,
+  children,
+  onClick,
+  type = 'button',
+  busy,
+  kind,
+}: {
+  verdict?: Verdict | undefined
+  children: ComponentChildren
+  onClick?: () => void
+  type?: 'button' | 'submit'
+  busy?: boolean
+  kind?: 'danger' | 'primary'
+}): JSX.Element {
+  const id = useId()
+  const refused = verdict?.allowed === false
+  return (
+    <span class="guarded">
+      <button type={type} class={kind} disabled={refused || busy === true} aria-describedby={refused ? `${id}-reason` : undefined} onClick={onClick}>
+        {children}
+      </button>
+      {refused ? (
+        <span class="reason" id={`${id}-reason`}>
+          {verdict.reason}
+        </span>
+      ) : null}
+    </span>
+  )
+}
+
+/** A link styled as a button (it navigates), disabled with the reason when the token may not use what it leads to. */
+export function GuardedLink({ verdict, href, children }: { verdict?: Verdict | undefined; href: string; children: ComponentChildren }): JSX.Element {
+  const id = useId()
+  if (verdict?.allowed === false) {
+    return (
+      <span class="guarded">
+        <button type="button" disabled aria-describedby={`${id}-reason`}>
+          {children}
+        </button>
+        <span class="reason" id={`${id}-reason`}>
+          {verdict.reason}
+        </span>
+      </span>
+    )
+  }
+  return (
+    <Link href={href} class="button">
+      {children}
+    </Link>
+  )
+}
+
+/**
+ * Delete, then a confirmation that names what goes ("Confirm delete" or "Cancel"), so one stray click deletes
+ * nothing. The confirmation takes the focus when it opens.
+ */
+export function ConfirmDelete({ what, verdict, onConfirm }: { what: string; verdict?: Verdict | undefined; onConfirm: () => Promise<void> }): JSX.Element {
+  const [asking, setAsking] = useState(false)
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<unknown>(undefined)
+  const confirm = useRef<HTMLButtonElement>(null)
+  useEffect(() => {
+    if (asking) confirm.current?.focus()
+  }, [asking])
+  if (!asking) {
+    return (
+      <GuardedButton verdict={verdict} kind="danger" onClick={() => setAsking(true)}>
+        Delete
+      </GuardedButton>
+    )
+  }
+  const run = async (): Promise<void> => {
+    setBusy(true)
+    setError(undefined)
+    try {
+      await onConfirm()
+    } catch (failure) {
+      setError(failure)
+      setBusy(false)
+    }
+  }
+  return (
+    <div class="confirm" role="group" aria-label="Confirm delete">
+      <p>Delete {what}? This cannot be undone.</p>
+      <button type="button" class="danger" ref={confirm} disabled={busy} onClick={() => void run()}>
+        Confirm delete
+      </button>{' '}
+      <button type="button" disabled={busy} onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+      <ErrorMessage error={error} prefix="Not deleted" />
+    </div>
+  )
+}
+
+/** A record's fields as a description list; an empty value shows as "none", so nothing is told by absence alone. */
+export function Fields({ rows }: { rows: Array<[label: string, value: ComponentChildren]> }): JSX.Element {
+  return (
+    <dl class="fields">
+      {rows.map(([label, value]) => (
+        <div key={label} class="row">
+          <dt>{label}</dt>
+          <dd>{value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0) ? <span class="none">none</span> : value}</dd>
+        </div>
+      ))}
+    </dl>
+  )
+}
+
+/** A comma-separated list of links. */
+export function LinkList({ items }: { items: Array<{ key: string; href: string; text: string }> }): JSX.Element | null {
+  if (items.length === 0) return null
+  return (
+    <>
+      {items.map((item, i) => (
+        <span key={item.key}>
+          {i > 0 ? ', ' : ''}
+          <Link href={item.href}>{item.text}</Link>
+        </span>
+      ))}
+    </>
+  )
+}
+
+/** A table of records with a caption naming it (and how many rows are shown), or a line saying there are none. */
+export function Table<T>({ caption, rows, columns, rowKey, empty }: { caption: string; rows: T[]; columns: Array<[header: string, cell: (row: T) => ComponentChildren]>; rowKey: (row: T) => string; empty: string }): JSX.Element {
+  if (rows.length === 0) return <p class="empty">{empty}</p>
+  return (
+    <table>
+      <caption>
+        {caption} ({rows.length})
+      </caption>
+      <thead>
+        <tr>
+          {columns.map(([header]) => (
+            <th key={header} scope="col">
+              {header}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row) => (
+          <tr key={rowKey(row)}>
+            {columns.map(([header, cell]) => (
+              <td key={header}>{cell(row)}</td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  )
+}
+
+export function formatTime(value: string | undefined): string {
+  if (value === undefined || value === '') return ''
+  const date = new Date(value)
+  return Number.isNaN(date.getTime()) ? value : date.toLocaleString()
+}
+
+/** The first characters of a UUID, enough to tell records apart in a list (the full one is on the record's page). */
+export function shortId(id: string): string {
+  return id.length > 8 ? id.slice(0, 8) : id
+}

@@ -1,0 +1,91 @@
+/**
+ * Data for a view. useLive keeps a list (or a record) current through the agent's blocking queries (?index=N&wait=…,
+ * README "Blocking queries"): one request in flight per view, each waiting until the table's index passes the last
+ * one seen, so a change made elsewhere shows without polling. Errors back off (1 s doubling to 30 s, with jitter);
+ * an error that waiting will not fix (a 4xx other than 429) stops the loop until the user retries.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks'
+import { ApiError, request, type Query } from './api.js'
+import { session, subscribe } from './session.js'
+
+export interface Loaded<T> {
+  data: T | undefined
+  error: ApiError | undefined
+  /** True until the first answer (or error). */
+  loading: boolean
+  /** Ask again now (after a write, or to retry after an error that stopped the loop). */
+  reload(): void
+}
+
+const WAIT = '60s'
+const BACKOFF_MS_MIN = 1_000
+const BACKOFF_MS_MAX = 30_000
+
+/** Re-renders on every session change (sign-out, datacenter picked) and returns the session's datacenter. */
+export function useSession(): ReturnType<typeof session> {
+  const [, setTick] = useState(0)
+  useEffect(() => subscribe(() => setTick((tick) => tick + 1)), [])
+  return session()
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+  })
+}
+
+function stopsTheLoop(error: ApiError): boolean {
+  return error.status >= 400 && error.status < 500 && error.status !== 429
+}
+
+/**
+ * `path` with `query`, kept current by blocking queries while `live` (else asked once per change of its inputs).
+ * A null path asks nothing (a view still waiting for what it needs to know).
+ */
+export function useLive<T>(path: string | null, query: Query = {}, options: { live?: boolean; local?: boolean } = {}): Loaded<T> {
+  const live = options.live ?? true
+  const local = options.local ?? false
+  const { datacenter, token } = useSession()
+  const [state, setState] = useState<{ data: T | undefined; error: ApiError | undefined; loading: boolean }>({ data: undefined, error: undefined, loading: true })
+  const [generation, setGeneration] = useState(0)
+  const key = JSON.stringify([path, query, local ? undefined : datacenter, token, live, generation])
+  const lastKey = useRef(key)
+  useEffect(() => {
+    if (path === null || token === undefined) return
+    // New inputs: what was shown belonged to the old ones (another datacenter, another filter).
+    if (lastKey.current !== key) {
+      lastKey.current = key
+      setState((previous) => ({ ...previous, loading: true }))
+    }
+    const controller = new AbortController()
+    const { signal } = controller
+    void (async () => {
+      let index = 0
+      let failures = 0
+      while (!signal.aborted) {
+        try {
+          const answer = await request<T>('GET', path, { query: { ...query, ...(index > 0 ? { index, wait: WAIT } : {}) }, signal, local })
+          failures = 0
+          setState({ data: answer.body, error: undefined, loading: false })
+          if (!live || answer.index === 0) return
+          // An index that went backwards (a restored snapshot, another server) starts over rather than waiting forever.
+          index = answer.index < index ? 0 : answer.index
+        } catch (error) {
+          if (signal.aborted) return
+          const failure = error instanceof ApiError ? error : new ApiError(0, 'network', String(error))
+          setState((previous) => ({ data: previous.data, error: failure, loading: false }))
+          if (stopsTheLoop(failure) || !live) return
+          failures += 1
+          const ceiling = Math.min(BACKOFF_MS_MAX, BACKOFF_MS_MIN * 2 ** (failures - 1))
+          await sleep(ceiling / 2 + Math.random() * (ceiling / 2), signal)
+        }
+      }
+    })()
+    return () => controller.abort()
+  }, [key])
+  return { ...state, reload: () => setGeneration((value) => value + 1) }
+}

@@ -1,0 +1,7 @@
+/** The entry point esbuild bundles (ui/build.mjs): the style sheet, and the app mounted on #app. */
+import { render } from 'preact'
+import { App } from './app.js'
+import './styles.css'
+
+const root = document.getElementById('app')
+if (root !== null) render(<App />, root)
