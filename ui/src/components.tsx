@@ -46,9 +46,9 @@ export function ErrorMessage({ error, prefix }: { error: unknown; prefix?: strin
 /** A polite announcement (saved, copied): read out by screen readers without moving the focus. */
 export function Notice({ text }: { text: string | undefined }): JSX.Element {
   return (
-    <p class="notice" role="status">
+    <span class="notice" role="status">
       {text ?? ''}
-    </p>
+    </span>
   )
 }
 
@@ -324,16 +324,24 @@ export function Fields({ rows }: { rows: Array<[label: string, value: ComponentC
       {rows.map(([label, value]) => (
         <div key={label} class="row">
           <dt>{label}</dt>
-          <dd>{value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0) ? <span class="none">none</span> : value}</dd>
+          <dd>{isEmpty(value) ? <span class="none">none</span> : value}</dd>
         </div>
       ))}
     </dl>
   )
 }
 
-/** A comma-separated list of links. */
-export function LinkList({ items }: { items: Array<{ key: string; href: string; text: string }> }): JSX.Element | null {
-  if (items.length === 0) return null
+/** An empty value, or a LinkList of no links (checked before rendering, as Fields cannot see what a component renders). */
+function isEmpty(value: ComponentChildren): boolean {
+  if (value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0)) return true
+  const element = value as { type?: unknown; props?: { items?: unknown[] } }
+  if (typeof value === 'object' && element.type === LinkList) return element.props?.items?.length === 0
+  return false
+}
+
+/** A comma-separated list of links; '' for none, so that Fields shows "none". */
+export function LinkList({ items }: { items: Array<{ key: string; href: string; text: string }> }): JSX.Element | '' {
+  if (items.length === 0) return ''
   return (
     <>
       {items.map((item, i) => (

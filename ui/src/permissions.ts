@@ -5,7 +5,7 @@
  * cannot say, controls stay enabled and the server's refusal is shown if it comes.
  */
 import { useEffect, useState } from 'preact/hooks'
-import { request } from './api.js'
+import { ApiError, request } from './api.js'
 import { useSession } from './live.js'
 
 export interface Check {
@@ -37,9 +37,10 @@ function ask(checks: Check[], token: string, datacenter: string | undefined): Pr
   if (answer === undefined) {
     answer = request<Authorization[]>('POST', '/v1/internal/acl/authorize', { body: checks })
       .then(({ body }) => (Array.isArray(body) && body.length === checks.length ? body.map((item) => item.Allow === true) : undefined))
-      .catch(() => {
-        // Unknown: the agent could not say (an older agent, a network error). Ask again next time.
-        cache.delete(key)
+      .catch((error: unknown) => {
+        // Unknown. An agent without the endpoint (404, 405) will not grow it: keep the answer, so it is asked once.
+        // Anything else (a network error, no leader) may pass: ask again next time.
+        if (!(error instanceof ApiError && (error.status === 404 || error.status === 405))) cache.delete(key)
         return undefined
       })
     cache.set(key, answer)
@@ -80,4 +81,9 @@ export function useAllowed(checks: Array<Check | Check[]>): Verdict[] {
 /** Forgets every answer (after a sign-out, so a new token is asked afresh). */
 export function forgetPermissions(): void {
   cache.clear()
+}
+
+/** The verdict on acl:write: every ACL create, edit and delete needs it. */
+export function useAclWrite(): Verdict {
+  return useAllowed([{ Resource: 'acl', Access: 'write' }])[0]!
 }

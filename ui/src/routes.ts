@@ -1,11 +1,15 @@
-/** Which page each path shows; parameters (':id') come to the page decoded. */
+/** Which page each path shows; parameters (':id') come to the page decoded. Longer patterns first where they overlap. */
 import type { ComponentType } from 'preact'
 import { Pending } from './pages/pending.js'
+import { TokenEdit, TokenList, TokenNew, TokenPage } from './pages/tokens.js'
 
 export type PageProps = { params: Record<string, string> }
 
 export const ROUTES: Array<[pattern: string, page: ComponentType<PageProps>]> = [
-  ['/tokens', Pending],
+  ['/tokens', TokenList],
+  ['/tokens/new', TokenNew],
+  ['/tokens/:id', TokenPage],
+  ['/tokens/:id/edit', TokenEdit],
   ['/policies', Pending],
   ['/roles', Pending],
   ['/auth-methods', Pending],
