@@ -75,9 +75,15 @@ export interface BrowserSuite {
   readonly browser: Browser
   /** A page in a new context of its own (own session storage), closed after the current test. */
   page(): Promise<Page>
-  /** What `page` threw (uncaught) or logged as an error since it opened. */
-  errors(page: Page): string[]
+  /**
+   * What `page` threw and nothing caught, since it opened. Console errors are not counted: Chromium logs every 4xx
+   * answer as one, and a UI that shows a 403 or a 409 to the user is doing its job; they are printed on failure only.
+   */
+  uncaught(page: Page): string[]
 }
+
+/** How a page's log marks what the page threw. */
+const UNCAUGHT = 'uncaught: '
 
 /** Registers the suite's hooks (see the file's comment) and answers the handle its tests use. */
 export function useBrowser(): BrowserSuite {
@@ -122,14 +128,15 @@ export function useBrowser(): BrowserSuite {
       const page = await context.newPage()
       const lines: string[] = []
       logs.set(page, lines)
-      page.on('pageerror', (error) => lines.push(`uncaught: ${error.message}`))
+      page.on('pageerror', (error) => lines.push(`${UNCAUGHT}${error.message}`))
       page.on('console', (message) => {
-        if (message.type() === 'error') lines.push(`console.error: ${message.text()}`)
+        // The location names the resource, which Chromium's "Failed to load resource" text leaves out.
+        if (message.type() === 'error') lines.push(`console.error: ${message.text()} (${message.location().url})`)
       })
       return page
     },
-    errors(page: Page): string[] {
-      return [...(logs.get(page) ?? [])]
+    uncaught(page: Page): string[] {
+      return (logs.get(page) ?? []).filter((line) => line.startsWith(UNCAUGHT))
     },
   }
 }
