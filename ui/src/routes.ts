@@ -2,6 +2,8 @@
 import type { ComponentType } from 'preact'
 import { Pending } from './pages/pending.js'
 import { TokenEdit, TokenList, TokenNew, TokenPage } from './pages/tokens.js'
+import { PolicyEdit, PolicyList, PolicyNew, PolicyPage } from './pages/policies.js'
+import { RoleEdit, RoleList, RoleNew, RolePage } from './pages/roles.js'
 
 export type PageProps = { params: Record<string, string> }
 
@@ -10,8 +12,14 @@ export const ROUTES: Array<[pattern: string, page: ComponentType<PageProps>]> = 
   ['/tokens/new', TokenNew],
   ['/tokens/:id', TokenPage],
   ['/tokens/:id/edit', TokenEdit],
-  ['/policies', Pending],
-  ['/roles', Pending],
+  ['/policies', PolicyList],
+  ['/policies/new', PolicyNew],
+  ['/policies/:id', PolicyPage],
+  ['/policies/:id/edit', PolicyEdit],
+  ['/roles', RoleList],
+  ['/roles/new', RoleNew],
+  ['/roles/:id', RolePage],
+  ['/roles/:id/edit', RoleEdit],
   ['/auth-methods', Pending],
   ['/binding-rules', Pending],
   ['/templated-policies', Pending],
