@@ -14,6 +14,8 @@ export type PermissionAccess = Access
 
 export interface Permissions {
   allows(resource: PermissionResource, access: PermissionAccess, name?: string): boolean
+  /** Consul's KeyWritePrefix (the `write-prefix` access of POST /v1/internal/acl/authorize): write on every key under `prefix`. */
+  allowsKeyWritePrefix(prefix: string): boolean
 }
 
 /** The permission's spelling in messages: intentions are checked as `intentions:write on "web"`, as Consul writes it. */

@@ -84,6 +84,11 @@ export interface Authorizer {
   anyAllowed(resource: Resource, access: Access): boolean
   /** May the token do `access` on every name? Consul uses this for writing intentions named `*`. */
   allAllowed(resource: Resource, access: Access): boolean
+  /**
+   * Consul's KeyWritePrefix: may the token write every key under `prefix` (a recursive delete)? The longest prefix
+   * rule covering `prefix` must grant write, and so must every exact and prefix rule at or under it.
+   */
+  keyWritePrefix(prefix: string): boolean
 }
 
 /**
@@ -160,6 +165,11 @@ function enforce(level: AccessLevel, access: Access): 'allow' | 'deny' {
   }
 }
 
+/** Whether a rule of `level` grants `access`, as every check decides it (the permissions view lists what each grants). */
+export function levelAllows(level: AccessLevel, access: Access): boolean {
+  return enforce(level, access) === 'allow'
+}
+
 /** Consul's default intentions level for a service rule that did not set one. */
 function intentionsLevel(rule: ServiceRule): AccessLevel {
   if (rule.intentions !== undefined) return rule.intentions
@@ -167,7 +177,7 @@ function intentionsLevel(rule: ServiceRule): AccessLevel {
 }
 
 /** A rule of a labelled resource, which always has a label (possibly empty). */
-type LabelledMatch = MatchedRule & { readonly label: string }
+export type LabelledMatch = MatchedRule & { readonly label: string }
 
 /** Where a check finds its rule: one fixed rule for a plain keyword, a name lookup for a labelled one. */
 interface RuleSource {
@@ -232,8 +242,25 @@ class LabelledSource implements RuleSource {
 
   lookup(name: string | undefined): MatchedRule | undefined {
     assert(name !== undefined, `a ${this.resource} check needs a name`)
-    const exact = this.exact.get(name)
-    if (exact !== undefined) return exact
+    return this.exact.get(name) ?? this.longestPrefix(name)
+  }
+
+  /**
+   * Consul's KeyWritePrefix (acl/policy_authorizer.go): the longest prefix rule covering `prefix` (exact rules do not
+   * count there) must grant write, and no rule, exact or prefix, at or under `prefix` may withhold it; without such a
+   * prefix rule and with nothing under it withholding write, the rules have no opinion.
+   */
+  writePrefixDecision(prefix: string): Decision {
+    const covering = this.longestPrefix(prefix)
+    if (covering !== undefined && enforce(covering.level, 'write') === 'deny') return 'deny'
+    const withholds = (rule: MatchedRule & { readonly label?: string }): boolean =>
+      (rule.label ?? '').startsWith(prefix) && enforce(rule.level, 'write') === 'deny'
+    for (const rule of this.exact.values()) if (withholds(rule)) return 'deny'
+    for (const rule of this.prefixRules) if (withholds(rule)) return 'deny'
+    return covering === undefined ? 'default' : 'allow'
+  }
+
+  private longestPrefix(name: string): MatchedRule | undefined {
     const prefixes = this.prefixes
     let low = 0
     let high = prefixes.length - 1
@@ -294,7 +321,7 @@ class RulesAuthorizer implements Authorizer {
   private readonly defaultAllows: boolean
 
   constructor(
-    private readonly sources: { readonly [R in Resource]: RuleSource },
+    private readonly sources: { readonly [R in Resource]: RuleSource } & { readonly key: LabelledSource },
     defaultPolicy: DefaultPolicy,
   ) {
     this.defaultAllows = defaultPolicy === 'allow'
@@ -331,6 +358,11 @@ class RulesAuthorizer implements Authorizer {
     return decision === 'default' ? this.defaultAllows : decision === 'allow'
   }
 
+  keyWritePrefix(prefix: string): boolean {
+    const decision = this.sources.key.writePrefixDecision(prefix)
+    return decision === 'default' ? this.defaultAllows : decision === 'allow'
+  }
+
   /** Callers outside TypeScript can pass any string; an unknown resource is a bug in the caller, not a denial. */
   private sourceOf(resource: Resource): RuleSource {
     const source = this.sources[resource] as RuleSource | undefined
@@ -363,41 +395,23 @@ export function buildAuthorizer(rules: readonly PolicyRules[], defaultPolicy: De
  * (for example to show a token's effective rules) and should not merge twice.
  */
 export function authorizerFromMerged(merged: MergedRules, defaultPolicy: DefaultPolicy): Authorizer {
-  const plain = (keyword: 'acl' | 'operator' | 'mesh' | 'peering' | 'keyring'): MatchedRule | undefined => {
-    const level = merged[keyword]
-    return level === undefined ? undefined : { keyword, attribute: 'policy', level }
+  const compiled = compileRules(merged)
+  const plain = (resource: PlainResource): PlainSource => new PlainSource(compiled[resource].rule)
+  const labelled = (resource: LabelledResource): LabelledSource => {
+    const rules = compiled[resource]
+    return new LabelledSource(resource, rules.exact, rules.prefix)
   }
-  const operator = plain('operator')
-  const labelled = (keyword: Exclude<LabelledResource, 'intention'>): LabelledSource => {
-    const fields = LABELLED_FIELDS[keyword]
-    const compile = (field: LabelledField, spelled: string): LabelledMatch[] =>
-      merged[field].map((rule: LabelRule) => ({
-        keyword: spelled,
-        label: rule.name,
-        attribute: 'policy',
-        level: rule.policy,
-      }))
-    return new LabelledSource(keyword, compile(fields.exact, keyword), compile(fields.prefix, `${keyword}_prefix`))
-  }
-  const intentions = (rules: readonly ServiceRule[], spelled: string): LabelledMatch[] =>
-    rules.map((rule) => ({ keyword: spelled, label: rule.name, attribute: 'intentions', level: intentionsLevel(rule) }))
   return new RulesAuthorizer(
     {
-      acl: new PlainSource(plain('acl')),
-      operator: new PlainSource(operator),
-      // Consul's MeshRead/MeshWrite and PeeringRead/PeeringWrite ask the operator rule when they have no rule of
-      // their own.
-      mesh: new PlainSource(plain('mesh') ?? operator),
-      peering: new PlainSource(plain('peering') ?? operator),
-      keyring: new PlainSource(plain('keyring')),
+      acl: plain('acl'),
+      operator: plain('operator'),
+      mesh: plain('mesh'),
+      peering: plain('peering'),
+      keyring: plain('keyring'),
       agent: labelled('agent'),
       node: labelled('node'),
       service: labelled('service'),
-      intention: new LabelledSource(
-        'intention',
-        intentions(merged.service, 'service'),
-        intentions(merged.servicePrefix, 'service_prefix'),
-      ),
+      intention: labelled('intention'),
       session: labelled('session'),
       key: labelled('key'),
       event: labelled('event'),
@@ -406,6 +420,70 @@ export function authorizerFromMerged(merged: MergedRules, defaultPolicy: Default
     },
     defaultPolicy,
   )
+}
+
+/** The resources whose rules carry no name. */
+export type PlainResource = Exclude<Resource, LabelledResource>
+
+/** Every resource's rules, as compileRules gives them. */
+export type CompiledRules = { readonly [R in Resource]: R extends PlainResource ? CompiledPlain : CompiledLabelled }
+
+/** A plain resource's one rule (absent: no opinion). */
+export interface CompiledPlain {
+  readonly kind: 'plain'
+  readonly rule: MatchedRule | undefined
+}
+
+/** A labelled resource's exact and prefix rules, each carrying the level checks read. */
+export interface CompiledLabelled {
+  readonly kind: 'labelled'
+  readonly exact: readonly LabelledMatch[]
+  readonly prefix: readonly LabelledMatch[]
+}
+
+/**
+ * The rules every check of each resource consults, as the authorizer is built from them: the one place that says
+ * that mesh and peering read the operator rule when they have none, and that intentions read a service rule's
+ * `intentions` (or the default derived from its policy). The permissions view (effective-permissions.ts) lists these
+ * very rules, so what it shows is what the checks decide.
+ */
+export function compileRules(merged: MergedRules): CompiledRules {
+  const plain = (keyword: PlainResource): CompiledPlain => {
+    const level = merged[keyword]
+    return { kind: 'plain', rule: level === undefined ? undefined : { keyword, attribute: 'policy', level } }
+  }
+  const operator = plain('operator')
+  const labelled = (keyword: Exclude<LabelledResource, 'intention'>): CompiledLabelled => {
+    const fields = LABELLED_FIELDS[keyword]
+    const compile = (field: LabelledField, spelled: string): LabelledMatch[] =>
+      merged[field].map((rule: LabelRule) => ({
+        keyword: spelled,
+        label: rule.name,
+        attribute: 'policy',
+        level: rule.policy,
+      }))
+    return { kind: 'labelled', exact: compile(fields.exact, keyword), prefix: compile(fields.prefix, `${keyword}_prefix`) }
+  }
+  const intentions = (rules: readonly ServiceRule[], spelled: string): LabelledMatch[] =>
+    rules.map((rule) => ({ keyword: spelled, label: rule.name, attribute: 'intentions', level: intentionsLevel(rule) }))
+  return {
+    acl: plain('acl'),
+    operator,
+    // Consul's MeshRead/MeshWrite and PeeringRead/PeeringWrite ask the operator rule when they have no rule of
+    // their own.
+    mesh: merged.mesh === undefined ? operator : plain('mesh'),
+    peering: merged.peering === undefined ? operator : plain('peering'),
+    keyring: plain('keyring'),
+    agent: labelled('agent'),
+    node: labelled('node'),
+    service: labelled('service'),
+    intention: { kind: 'labelled', exact: intentions(merged.service, 'service'), prefix: intentions(merged.servicePrefix, 'service_prefix') },
+    session: labelled('session'),
+    key: labelled('key'),
+    event: labelled('event'),
+    query: labelled('query'),
+    identity: labelled('identity'),
+  }
 }
 
 const MANAGEMENT_EXPLANATION: Explanation = Object.freeze({ allowed: true, decision: 'allow', by: 'management' })
@@ -419,6 +497,7 @@ export const MANAGEMENT_AUTHORIZER: Authorizer = Object.freeze({
   explain: () => MANAGEMENT_EXPLANATION,
   anyAllowed: () => true,
   allAllowed: () => true,
+  keyWritePrefix: () => true,
 })
 
 export function managementAuthorizer(): Authorizer {

@@ -13,7 +13,7 @@ import type { AclToken } from '../state/records.js'
 import type { StateStore } from '../state/store.js'
 import { getRecord, secretDigest as digestOf, tokenBySecret as tokenBySecretIndex, tokenSpec } from '../state/tables.js'
 import type { Permissions } from './authorization.js'
-import type { DefaultPolicy } from './authorizer.js'
+import type { Authorizer, DefaultPolicy } from './authorizer.js'
 import { authorizeToken, type TokenAuthorization } from './token-authorizer.js'
 
 export interface Caller {
@@ -185,7 +185,7 @@ export class TokenResolver {
     const caller: Caller = {
       token,
       accessorID: token.AccessorID === ANONYMOUS_TOKEN_ID ? 'anonymous' : token.AccessorID,
-      permissions: { allows: (resource, access, name) => authorization.authorizer.check(resource, access, name) },
+      permissions: permissionsOf(authorization.authorizer),
     }
     // Cache only what no write overtook while it was being built: otherwise the change listener may have run before
     // this entry existed, and the entry would outlive the change.
@@ -236,7 +236,7 @@ export class TokenResolver {
     // A local token of the primary stays there: it is unknown in every other datacenter (Consul #7381).
     if (token === undefined || token.Local || isExpired(token, nowMs)) throw new AclNotFoundError()
     const authorization = await authorizeToken(this.state.reader, token, this.settings.datacenter, this.settings.defaultPolicy)
-    return { token, accessorID: token.AccessorID, permissions: { allows: (resource, access, name) => authorization.authorizer.check(resource, access, name) } }
+    return { token, accessorID: token.AccessorID, permissions: permissionsOf(authorization.authorizer) }
   }
 }
 
@@ -261,5 +261,13 @@ function allowAll(secret: string): Caller {
     CreateIndex: 0,
     ModifyIndex: 0,
   }
-  return { token, accessorID: token.AccessorID, permissions: { allows: () => true } }
+  return { token, accessorID: token.AccessorID, permissions: { allows: () => true, allowsKeyWritePrefix: () => true } }
+}
+
+/** What a request may do, as its token's authorizer decides. */
+function permissionsOf(authorizer: Authorizer): Permissions {
+  return {
+    allows: (resource, access, name) => authorizer.check(resource, access, name),
+    allowsKeyWritePrefix: (prefix) => authorizer.keyWritePrefix(prefix),
+  }
 }

@@ -6,8 +6,8 @@
  *   (rate-limited log lines) and serves it; `enforcing` answers it 429 `rate_limited` with `Retry-After`, before its
  *   body is read or anything else is done for it, so a refused write changes nothing.
  * - A write is a request whose method is not GET, HEAD or OPTIONS (the methods that pass the write barrier, app.ts),
- *   logins and logouts included: each proposes a command, as Consul counts ACL.Login and ACL.Logout as writes. The one
- *   POST that changes nothing, the templated-policy preview, counts as a read.
+ *   logins and logouts included: each proposes a command, as Consul counts ACL.Login and ACL.Logout as writes. The
+ *   POSTs that change nothing, the templated-policy preview and the ACL authorize checks, count as reads.
  * - Exempt: `/v1/status/*` (health checks and the cluster tool ask it to know whether a node is up; Consul exempts its
  *   Status RPCs too) and `/v1/operator/raft/join` (a server joining the cluster, proved by the cluster key: refusing
  *   it under client load would keep a node out of its own cluster).
@@ -52,7 +52,7 @@ export type RequestKind = 'read' | 'write' | 'exempt'
 export function requestKind(method: string, path: string): RequestKind {
   if (path.startsWith('/v1/status/') || path === '/v1/operator/raft/join') return 'exempt'
   if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return 'read'
-  if (path.startsWith('/v1/acl/templated-policy/preview/')) return 'read'
+  if (path.startsWith('/v1/acl/templated-policy/preview/') || path === '/v1/internal/acl/authorize') return 'read'
   return 'write'
 }
 

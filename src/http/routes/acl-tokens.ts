@@ -8,6 +8,8 @@ import { AclNotFoundError, InvalidInputError, NotFoundError } from '../../lib/er
 import { formatDuration, parseDuration } from '../../lib/duration.js'
 import { formatTime, isUuid, newUuid, parseTime } from '../../lib/ids.js'
 import { isExpired } from '../../acl/resolver.js'
+import { effectivePermissions } from '../../acl/effective-permissions.js'
+import { collectTokenRules } from '../../acl/token-authorizer.js'
 import { nodeIdentityPolicy, serviceIdentityPolicy, type SyntheticPolicy } from '../../acl/synthetic-policies.js'
 import { renderTemplatedPolicy } from '../../acl/templated-policies.js'
 import { ANONYMOUS_TOKEN_ID, RESERVED_ID_PREFIX } from '../../state/builtins.js'
@@ -24,6 +26,7 @@ import { tokenSchema, tokenCloneSchema } from '../schemas.js'
 import { readJsonObject } from '../body.js'
 import { validateBody } from '../validate.js'
 import { propose } from '../write.js'
+import { authorizeRoutes } from './acl-authorize.js'
 
 interface TokenBody {
   AccessorID?: string
@@ -255,6 +258,29 @@ function renderTemplate(link: TemplatedPolicyLink): SyntheticPolicy | undefined 
   }
 }
 
+/**
+ * `GET /v1/acl/token/:AccessorID/permissions` (issue 21): what the token may do in this datacenter, per resource, each
+ * rule with the sources that decided it (acl/effective-permissions.ts, built from the rules the authorizer checks).
+ * Needs acl:read, as reading the token; a missing or expired token is a 404. Not a blocking query: the answer
+ * depends on the token, its roles and its policies, and an index of one table would miss changes to the others.
+ */
+async function readPermissions(ctx: ApiContext): Promise<void> {
+  const accessorID = accessorParam(ctx.params.id)
+  const key = recordKey('token', accessorID)
+  await serveRead(
+    ctx,
+    { table: 'token', recordKey: key, missing: () => new NotFoundError(`token "${accessorID}" does not exist`), consistency: 'all', blocking: false },
+    async () => {
+      await requirePermission(ctx, 'acl', 'read')
+      const { state, settings, now } = ctx.state.app
+      const token = await getRecord(state.reader, tokenSpec, accessorID)
+      if (token === undefined || isExpired(token, now())) return { body: undefined }
+      const collected = await collectTokenRules(state.reader, token, settings.datacenter)
+      return { body: effectivePermissions(token.AccessorID, collected, settings.datacenter, settings.defaultPolicy), modifyIndex: token.ModifyIndex }
+    },
+  )
+}
+
 async function readSelf(ctx: ApiContext): Promise<void> {
   await serveRead(ctx, { table: 'token', consistency: 'all', blocking: true }, async () => {
     // The caller holds the secret: no permission is needed, and the real SecretID is shown. Without a secret there is
@@ -305,8 +331,11 @@ export function tokenRoutes(router: Router): void {
   router.put('/v1/acl/token', (ctx) => createToken(ctx as ApiContext))
   router.get('/v1/acl/token/self', (ctx) => readSelf(ctx as ApiContext))
   router.get('/v1/acl/token/:id', (ctx) => readToken(ctx as ApiContext))
+  router.get('/v1/acl/token/:id/permissions', (ctx) => readPermissions(ctx as ApiContext))
   router.put('/v1/acl/token/:id', (ctx) => updateToken(ctx as ApiContext))
   router.put('/v1/acl/token/:id/clone', (ctx) => cloneToken(ctx as ApiContext))
   router.delete('/v1/acl/token/:id', (ctx) => deleteToken(ctx as ApiContext))
   router.get('/v1/acl/tokens', (ctx) => listTokens(ctx as ApiContext))
+  // The caller's own token's checks: registered with the token routes, which they are about.
+  authorizeRoutes(router)
 }
