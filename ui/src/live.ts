@@ -13,6 +13,8 @@ export interface Loaded<T> {
   error: ApiError | undefined
   /** True until the first answer (or error). */
   loading: boolean
+  /** The last answer's headers (X-Service-Results-Filtered-By-ACLs, say). */
+  headers: Headers | undefined
   /** Ask again now (after a write, or to retry after an error that stopped the loop). */
   reload(): void
 }
@@ -50,7 +52,7 @@ export function useLive<T>(path: string | null, query: Query = {}, options: { li
   const live = options.live ?? true
   const local = options.local ?? false
   const { datacenter, token } = useSession()
-  const [state, setState] = useState<{ data: T | undefined; error: ApiError | undefined; loading: boolean }>({ data: undefined, error: undefined, loading: true })
+  const [state, setState] = useState<{ data: T | undefined; error: ApiError | undefined; loading: boolean; headers: Headers | undefined }>({ data: undefined, error: undefined, loading: true, headers: undefined })
   const [generation, setGeneration] = useState(0)
   const key = JSON.stringify([path, query, local ? undefined : datacenter, token, live, generation])
   const lastKey = useRef(key)
@@ -70,14 +72,14 @@ export function useLive<T>(path: string | null, query: Query = {}, options: { li
         try {
           const answer = await request<T>('GET', path, { query: { ...query, ...(index > 0 ? { index, wait: WAIT } : {}) }, signal, local })
           failures = 0
-          setState({ data: answer.body, error: undefined, loading: false })
+          setState({ data: answer.body, error: undefined, loading: false, headers: answer.headers })
           if (!live || answer.index === 0) return
           // An index that went backwards (a restored snapshot, another server) starts over rather than waiting forever.
           index = answer.index < index ? 0 : answer.index
         } catch (error) {
           if (signal.aborted) return
           const failure = error instanceof ApiError ? error : new ApiError(0, 'network', String(error))
-          setState((previous) => ({ data: previous.data, error: failure, loading: false }))
+          setState((previous) => ({ ...previous, error: failure, loading: false }))
           if (stopsTheLoop(failure) || !live) return
           failures += 1
           const ceiling = Math.min(BACKOFF_MS_MAX, BACKOFF_MS_MIN * 2 ** (failures - 1))

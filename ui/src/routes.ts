@@ -4,6 +4,10 @@ import { Pending } from './pages/pending.js'
 import { TokenEdit, TokenList, TokenNew, TokenPage } from './pages/tokens.js'
 import { PolicyEdit, PolicyList, PolicyNew, PolicyPage } from './pages/policies.js'
 import { RoleEdit, RoleList, RoleNew, RolePage } from './pages/roles.js'
+import { AuthMethodEdit, AuthMethodList, AuthMethodNew, AuthMethodPage } from './pages/auth-methods.js'
+import { BindingRuleEdit, BindingRuleList, BindingRuleNew, BindingRulePage } from './pages/binding-rules.js'
+import { TemplatedPolicyList, TemplatedPolicyPage } from './pages/templated-policies.js'
+import { ConfigEntryPage, ConfigKinds, ConfigList } from './pages/config.js'
 
 export type PageProps = { params: Record<string, string> }
 
@@ -20,9 +24,19 @@ export const ROUTES: Array<[pattern: string, page: ComponentType<PageProps>]> = 
   ['/roles/new', RoleNew],
   ['/roles/:id', RolePage],
   ['/roles/:id/edit', RoleEdit],
-  ['/auth-methods', Pending],
-  ['/binding-rules', Pending],
-  ['/templated-policies', Pending],
-  ['/config', Pending],
+  // An auth method is named by its name, which may be "new": '+' is in no name.
+  ['/auth-methods', AuthMethodList],
+  ['/auth-methods/+new', AuthMethodNew],
+  ['/auth-methods/:name', AuthMethodPage],
+  ['/auth-methods/:name/edit', AuthMethodEdit],
+  ['/binding-rules', BindingRuleList],
+  ['/binding-rules/new', BindingRuleNew],
+  ['/binding-rules/:id', BindingRulePage],
+  ['/binding-rules/:id/edit', BindingRuleEdit],
+  ['/templated-policies', TemplatedPolicyList],
+  ['/templated-policies/:name', TemplatedPolicyPage],
+  ['/config', ConfigKinds],
+  ['/config/:kind', ConfigList],
+  ['/config/:kind/:name', ConfigEntryPage],
   ['/cluster', Pending],
 ]
