@@ -115,25 +115,28 @@ function grants(resource: Resource, level: Level): string[] {
 }
 
 function permissionRule(resource: Resource, rule: MatchedRule, match: 'exact' | 'prefix' | undefined, sources: readonly RulesSource[], merged: MergedRules): PermissionRule {
-  const listed: PermissionRule = { Keyword: rule.keyword, Access: rule.level, Grants: grants(resource, rule.level), DecidedBy: [] }
-  if (rule.label !== undefined) {
-    listed.Segment = rule.label
-    if (match !== undefined) listed.Match = match
-  }
-  if (rule.attribute === 'intentions') listed.Attribute = 'intentions'
   // Derived intentions are settled by the merged policy, so the sources are weighed by their policy level.
   const derived = rule.attribute === 'intentions' && mergedServiceRule(merged, rule)?.intentions === undefined
-  if (derived) listed.Derived = true
   const decisive = derived ? (mergedServiceRule(merged, rule)?.policy ?? rule.level) : rule.level
+  const decidedBy: PermissionSource[] = []
   const overridden: Array<PermissionSource & { Access: Level }> = []
   for (const source of sources) {
     const level = sourceLevel(source.rules, rule, derived)
     if (level === undefined) continue
-    if (level === decisive) listed.DecidedBy.push(describe(source))
+    if (level === decisive) decidedBy.push(describe(source))
     else overridden.push({ ...describe(source), Access: level })
   }
-  if (overridden.length > 0) listed.Overridden = overridden
-  return listed
+  // Fields in reading order: where the rule is, what it is, what it grants, who decided.
+  return {
+    ...(rule.label === undefined ? {} : { Segment: rule.label, ...(match === undefined ? {} : { Match: match }) }),
+    Keyword: rule.keyword,
+    ...(rule.attribute === 'intentions' ? { Attribute: 'intentions' as const } : {}),
+    ...(derived ? { Derived: true as const } : {}),
+    Access: rule.level,
+    Grants: grants(resource, rule.level),
+    DecidedBy: decidedBy,
+    ...(overridden.length === 0 ? {} : { Overridden: overridden }),
+  }
 }
 
 /** What one source's own rules say at the place of `rule` (its keyword and label), or undefined if nothing. */

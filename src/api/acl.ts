@@ -1,6 +1,7 @@
 /** The ACL endpoints of the contract, one group per resource, named as Consul's Go client names them. */
 import type { Client, QueryOptions, RequestOptions } from './client.js'
 import type {
+  AuthorizationCheck,
   AuthMethod,
   AuthMethodWrite,
   BindingRule,
@@ -13,6 +14,7 @@ import type {
   RoleWrite,
   TemplatedPolicyRecord,
   Token,
+  TokenPermissions,
   TokenWrite,
 } from './types.js'
 
@@ -27,6 +29,11 @@ export class Tokens {
 
   read(accessorId: string, options: QueryOptions & { expanded?: boolean } = {}): Promise<Token> {
     return this.client.get(`/v1/acl/token/${id(accessorId)}`, withFlag(options, 'expanded', options.expanded))
+  }
+
+  /** What the token may do in the answering datacenter, per resource, and which source decided each rule (acl:read). */
+  permissions(accessorId: string, options?: QueryOptions): Promise<TokenPermissions> {
+    return this.client.get(`/v1/acl/token/${id(accessorId)}/permissions`, options)
   }
 
   /** The token the call is made with (or `options.token`). */
@@ -209,6 +216,11 @@ export class Acl {
   /** Deletes the token the call is made with; it must have come from a login. */
   async logout(options?: RequestOptions): Promise<void> {
     await this.client.post('/v1/acl/logout', undefined, options)
+  }
+
+  /** Consul's POST /v1/internal/acl/authorize: what the call's own token may do, for at most 64 checks. */
+  authorize(checks: AuthorizationCheck[], options?: RequestOptions): Promise<Array<AuthorizationCheck & { Allow: boolean }>> {
+    return this.client.post('/v1/internal/acl/authorize', checks, options)
   }
 
   replication(options?: QueryOptions): Promise<ReplicationStatus> {

@@ -60,6 +60,51 @@ export interface Token {
   ResolvedByAgent?: string
 }
 
+/** Where a rule of a token's permissions comes from (GET /v1/acl/token/:AccessorID/permissions). */
+export interface PermissionSource {
+  Type: 'policy' | 'service-identity' | 'node-identity' | 'templated-policy' | 'default-policy'
+  ID?: string
+  Name: string
+  Datacenters?: string[]
+  Datacenter?: string
+  TemplateVariables?: Record<string, unknown>
+  Via?: Array<{ Type: 'token' } | { Type: 'role'; ID: string; Name: string }>
+}
+
+export interface PermissionRule {
+  Segment?: string
+  Match?: 'exact' | 'prefix'
+  Keyword: string
+  Attribute?: 'intentions'
+  Derived?: true
+  Access: string
+  Grants: string[]
+  DecidedBy: PermissionSource[]
+  Overridden?: Array<PermissionSource & { Access: string }>
+}
+
+export interface ResourcePermissions {
+  Rules: PermissionRule[]
+  Otherwise?: { Access: string; Grants: string[]; DecidedBy: PermissionSource[] }
+}
+
+/** A token's effective permissions in the answering datacenter, per resource, as the authorizer decides them. */
+export interface TokenPermissions {
+  AccessorID: string
+  Datacenter: string
+  DefaultPolicy: string
+  Management: boolean
+  Sources: Array<PermissionSource & { AppliesHere: boolean }>
+  Resources: Record<string, ResourcePermissions>
+}
+
+/** One check of POST /v1/internal/acl/authorize; the answer echoes it with Allow. */
+export interface AuthorizationCheck {
+  Resource: string
+  Segment?: string
+  Access: string
+}
+
 export interface TokenWrite {
   AccessorID?: string
   SecretID?: string

@@ -6,6 +6,7 @@ import { policyCreate, policyDelete, policyList, policyRead, policyUpdate } from
 import { roleCreate, roleDelete, roleList, roleRead, roleUpdate } from './acl-role.js'
 import { templatedPolicyList, templatedPolicyPreview, templatedPolicyRead } from './acl-templated-policy.js'
 import { aclBootstrap, tokenClone, tokenCreate, tokenDelete, tokenList, tokenRead, tokenUpdate } from './acl-token.js'
+import { tokenPermissions } from './acl-token-permissions.js'
 import { configDelete, configList, configRead, configWrite } from './config.js'
 import { login, logout } from './login.js'
 import { catalogDatacenters, keygen, listPeers, members, removePeer, transferLeader } from './operator.js'
@@ -20,6 +21,7 @@ export const COMMANDS: readonly Command[] = [
   tokenDelete,
   tokenList,
   tokenClone,
+  tokenPermissions,
   policyCreate,
   policyRead,
   policyUpdate,

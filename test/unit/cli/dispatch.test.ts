@@ -67,8 +67,8 @@ describe('cli dispatch: commands, group help, completion', function () {
 
     it('lists the token verbs under acl token, each with its synopsis', function () {
       const help = groupHelp(['acl', 'token'])
-      expect(listed(help)).to.deep.equal(['clone', 'create', 'delete', 'list', 'read', 'update'])
-      expect(help).to.include('    create    Create an ACL token\n')
+      expect(listed(help)).to.deep.equal(['clone', 'create', 'delete', 'list', 'permissions', 'read', 'update'])
+      expect(help).to.include('    create         Create an ACL token\n')
     })
 
     it('starts with the group\'s usage line and ends with how to get a subcommand\'s flags', function () {
