@@ -1,6 +1,6 @@
 /** Which page each path shows; parameters (':id') come to the page decoded. Longer patterns first where they overlap. */
 import type { ComponentType } from 'preact'
-import { Pending } from './pages/pending.js'
+import { ClusterPage } from './pages/cluster.js'
 import { TokenEdit, TokenList, TokenNew, TokenPage } from './pages/tokens.js'
 import { PolicyEdit, PolicyList, PolicyNew, PolicyPage } from './pages/policies.js'
 import { RoleEdit, RoleList, RoleNew, RolePage } from './pages/roles.js'
@@ -38,5 +38,5 @@ export const ROUTES: Array<[pattern: string, page: ComponentType<PageProps>]> = 
   ['/config', ConfigKinds],
   ['/config/:kind', ConfigList],
   ['/config/:kind/:name', ConfigEntryPage],
-  ['/cluster', Pending],
+  ['/cluster', ClusterPage],
 ]
