@@ -13,8 +13,12 @@ export function Page({ title, children, actions }: { title: string; children?: C
   const heading = useRef<HTMLHeadingElement>(null)
   useEffect(() => {
     document.title = `${title} · warden`
-    heading.current?.focus({ preventScroll: true })
   }, [title])
+  // On arrival only (a route change mounts the page anew): a title that fills in once the record loads must not
+  // take the focus from where the user has moved it since.
+  useEffect(() => {
+    heading.current?.focus({ preventScroll: true })
+  }, [])
   return (
     <section class="page" aria-labelledby="page-title">
       <header class="page-header">

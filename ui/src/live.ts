@@ -22,6 +22,8 @@ export interface Loaded<T> {
 const WAIT = '60s'
 const BACKOFF_MS_MIN = 1_000
 const BACKOFF_MS_MAX = 30_000
+/** An answer to a blocking query faster than this, with nothing new, did not block. */
+const SPIN_MS = 1_000
 
 /** Re-renders on every session change (sign-out, datacenter picked) and returns the session's datacenter. */
 export function useSession(): ReturnType<typeof session> {
@@ -70,10 +72,13 @@ export function useLive<T>(path: string | null, query: Query = {}, options: { li
       let failures = 0
       while (!signal.aborted) {
         try {
+          const asked = Date.now()
           const answer = await request<T>('GET', path, { query: { ...query, ...(index > 0 ? { index, wait: WAIT } : {}) }, signal, local })
           failures = 0
           setState({ data: answer.body, error: undefined, loading: false, headers: answer.headers })
           if (!live || answer.index === 0) return
+          // The same index back at once means the endpoint did not wait (it cannot block): never spin on it.
+          if (index > 0 && answer.index === index && Date.now() - asked < SPIN_MS) await sleep(SPIN_MS, signal)
           // An index that went backwards (a restored snapshot, another server) starts over rather than waiting forever.
           index = answer.index < index ? 0 : answer.index
         } catch (error) {
