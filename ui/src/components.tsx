@@ -398,3 +398,27 @@ export function formatTime(value: string | undefined): string {
 export function shortId(id: string): string {
   return id.length > 8 ? id.slice(0, 8) : id
 }
+
+/** `value`, once it has stopped changing for `ms` (so a list is not asked again on every keystroke). */
+export function useDebounced<T>(value: T, ms = 300): T {
+  const [settled, setSettled] = useState(value)
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(value), ms)
+    return () => clearTimeout(timer)
+  }, [value, ms])
+  return settled
+}
+
+/**
+ * The namespace a list is asked for (`?ns`): empty asks the token's own (else default), `*` every namespace. Returns
+ * the field and the query to send.
+ */
+export function useNamespaceFilter(): { field: JSX.Element; query: { ns?: string }; all: boolean } {
+  const [namespace, setNamespace] = useState('')
+  const settled = useDebounced(namespace.trim())
+  return {
+    field: <TextField label="Namespace" value={namespace} onValue={setNamespace} hint="Empty: your token's namespace. * lists every namespace." />,
+    query: settled === '' ? {} : { ns: settled },
+    all: settled === '*',
+  }
+}

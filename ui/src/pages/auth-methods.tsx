@@ -5,21 +5,24 @@
 import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { ApiError, request } from '../api.js'
-import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Select, Table, TextArea, TextField } from '../components.js'
+import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Select, Table, TextArea, TextField, useNamespaceFilter } from '../components.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
 import { Link, navigate, path } from '../router.js'
 import type { PageProps } from '../routes.js'
 import type { AuthMethod, BindingRule } from '../types.js'
+import { namespaceColumn } from './tokens.js'
 
 /** The types the agent accepts (src/acl/auth-method-config.ts). */
 const TYPES = ['jwt', 'oidc', 'kubernetes', 'aws-iam']
 
 export function AuthMethodList(): JSX.Element {
-  const methods = useLive<AuthMethod[]>('/v1/acl/auth-methods')
+  const namespace = useNamespaceFilter()
+  const methods = useLive<AuthMethod[]>('/v1/acl/auth-methods', namespace.query)
   const canWrite = useAclWrite()
   return (
     <Page title="Auth Methods" actions={<GuardedLink verdict={canWrite} href="/auth-methods/+new">New auth method</GuardedLink>}>
+      <div class="toolbar">{namespace.field}</div>
       <ErrorMessage error={methods.error} prefix="Could not list the auth methods" />
       {methods.data === undefined ? (
         methods.loading ? <Loading what="auth methods" /> : null
@@ -32,6 +35,7 @@ export function AuthMethodList(): JSX.Element {
           columns={[
             ['Name', (method) => <Link href={path('/auth-methods', method.Name)}>{method.Name}</Link>],
             ['Type', (method) => method.Type],
+            ...namespaceColumn<AuthMethod>(namespace.all),
             ['Display name', (method) => method.DisplayName ?? ''],
             ['Description', (method) => method.Description ?? ''],
             ['Token locality', (method) => method.TokenLocality || 'local'],

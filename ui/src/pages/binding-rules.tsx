@@ -5,12 +5,13 @@
 import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { request } from '../api.js'
-import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Select, Table, TextArea, TextField } from '../components.js'
+import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Select, Table, TextArea, TextField, useNamespaceFilter } from '../components.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
 import { currentSearch, Link, navigate, path } from '../router.js'
 import type { PageProps } from '../routes.js'
 import type { AuthMethod, BindingRule } from '../types.js'
+import { namespaceColumn } from './tokens.js'
 
 const BIND_TYPES: Array<[string, string]> = [
   ['service', 'service: a service identity named BindName'],
@@ -25,13 +26,15 @@ function ruleName(rule: BindingRule): string {
 
 export function BindingRuleList(): JSX.Element {
   const [method, setMethod] = useState(currentSearch().get('authmethod') ?? '')
-  const rules = useLive<BindingRule[]>('/v1/acl/binding-rules', method === '' ? {} : { authmethod: method })
+  const namespace = useNamespaceFilter()
+  const rules = useLive<BindingRule[]>('/v1/acl/binding-rules', { ...namespace.query, ...(method === '' ? {} : { authmethod: method }) })
   const methods = useLive<AuthMethod[]>('/v1/acl/auth-methods', {}, { live: false })
   const canWrite = useAclWrite()
   return (
     <Page title="Binding Rules" actions={<GuardedLink verdict={canWrite} href="/binding-rules/new">New binding rule</GuardedLink>}>
       <div class="toolbar">
         <Select label="Auth method" value={method} onValue={setMethod} options={[['', 'all'], ...(methods.data ?? []).map((item): [string, string] => [item.Name, item.Name])]} />
+        {namespace.field}
       </div>
       <ErrorMessage error={rules.error} prefix="Could not list the binding rules" />
       {rules.data === undefined ? (
@@ -46,6 +49,7 @@ export function BindingRuleList(): JSX.Element {
             ['Rule', (rule) => <Link href={path('/binding-rules', rule.ID)}>{ruleName(rule)}</Link>],
             ['Auth method', (rule) => <Link href={path('/auth-methods', rule.AuthMethod)}>{rule.AuthMethod}</Link>],
             ['Bind type', (rule) => rule.BindType],
+            ...namespaceColumn<BindingRule>(namespace.all),
             ['Bind name', (rule) => <code>{rule.BindName}</code>],
             ['Selector', (rule) => (rule.Selector ? <code>{rule.Selector}</code> : <span class="none">matches every identity</span>)],
           ]}

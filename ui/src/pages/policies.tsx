@@ -6,16 +6,17 @@
 import type { JSX } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { ApiError, request } from '../api.js'
-import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Table, TextArea, TextField } from '../components.js'
+import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Table, TextArea, TextField, useNamespaceFilter } from '../components.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
 import { Link, navigate, path } from '../router.js'
 import type { PageProps } from '../routes.js'
 import type { Policy, Role, Token } from '../types.js'
-import { tokenName } from './tokens.js'
+import { namespaceColumn, tokenName } from './tokens.js'
 
 export function PolicyList(): JSX.Element {
-  const policies = useLive<Policy[]>('/v1/acl/policies')
+  const namespace = useNamespaceFilter()
+  const policies = useLive<Policy[]>('/v1/acl/policies', namespace.query)
   const [search, setSearch] = useState('')
   const canWrite = useAclWrite()
   const needle = search.trim().toLowerCase()
@@ -24,6 +25,7 @@ export function PolicyList(): JSX.Element {
     <Page title="Policies" actions={<GuardedLink verdict={canWrite} href="/policies/new">New policy</GuardedLink>}>
       <div class="toolbar" role="search">
         <TextField label="Search" type="search" value={search} onValue={setSearch} hint="By name or description." />
+        {namespace.field}
       </div>
       <ErrorMessage error={policies.error} prefix="Could not list the policies" />
       {policies.data === undefined ? (
@@ -37,6 +39,7 @@ export function PolicyList(): JSX.Element {
           columns={[
             ['Name', (policy) => <Link href={path('/policies', policy.ID)}>{policy.Name}</Link>],
             ['Description', (policy) => policy.Description],
+            ...namespaceColumn<Policy>(namespace.all),
             ['Datacenters', (policy) => (policy.Datacenters ?? []).join(', ') || 'all'],
             ['ID', (policy) => <code>{policy.ID}</code>],
           ]}

@@ -5,7 +5,7 @@
 import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { request } from '../api.js'
-import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, LinkList, Loading, Page, Table, TextField } from '../components.js'
+import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, LinkList, Loading, Page, Table, TextField, useNamespaceFilter } from '../components.js'
 import { describeServiceIdentity, describeTemplatedPolicy, nodeIdentitiesText, parseNodeIdentities, parseServiceIdentities, parseTemplatedPolicies, serviceIdentitiesText, templatedPoliciesText } from '../identities.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
@@ -13,14 +13,15 @@ import { Link, navigate, path } from '../router.js'
 import type { PageProps } from '../routes.js'
 import type { Role, Token } from '../types.js'
 import { LinksFields, type LinksValue } from './links-form.js'
-import { tokenName } from './tokens.js'
+import { namespaceColumn, tokenName } from './tokens.js'
 
 function policyLinks(role: Role): JSX.Element | '' {
   return <LinkList items={(role.Policies ?? []).map((link) => ({ key: link.ID, href: path('/policies', link.ID), text: link.Name }))} />
 }
 
 export function RoleList(): JSX.Element {
-  const roles = useLive<Role[]>('/v1/acl/roles')
+  const namespace = useNamespaceFilter()
+  const roles = useLive<Role[]>('/v1/acl/roles', namespace.query)
   const [search, setSearch] = useState('')
   const canWrite = useAclWrite()
   const needle = search.trim().toLowerCase()
@@ -29,6 +30,7 @@ export function RoleList(): JSX.Element {
     <Page title="Roles" actions={<GuardedLink verdict={canWrite} href="/roles/new">New role</GuardedLink>}>
       <div class="toolbar" role="search">
         <TextField label="Search" type="search" value={search} onValue={setSearch} hint="By name or description." />
+        {namespace.field}
       </div>
       <ErrorMessage error={roles.error} prefix="Could not list the roles" />
       {roles.data === undefined ? (
@@ -42,6 +44,7 @@ export function RoleList(): JSX.Element {
           columns={[
             ['Name', (role) => <Link href={path('/roles', role.ID)}>{role.Name}</Link>],
             ['Description', (role) => role.Description],
+            ...namespaceColumn<Role>(namespace.all),
             ['Policies', policyLinks],
             ['Service identities', (role) => (role.ServiceIdentities ?? []).map(describeServiceIdentity).join('; ')],
           ]}

@@ -5,7 +5,7 @@
 import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { request } from '../api.js'
-import { ConfirmDelete, ErrorMessage, Fields, formatTime, GuardedButton, GuardedLink, LinkList, Loading, Notice, Page, Table, TextField, Checkbox } from '../components.js'
+import { ConfirmDelete, ErrorMessage, Fields, formatTime, GuardedButton, GuardedLink, LinkList, Loading, Notice, Page, Table, TextField, Checkbox, useNamespaceFilter } from '../components.js'
 import { describeServiceIdentity, describeTemplatedPolicy, nodeIdentitiesText, parseNodeIdentities, parseServiceIdentities, parseTemplatedPolicies, serviceIdentitiesText, templatedPoliciesText } from '../identities.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
@@ -15,12 +15,18 @@ import type { Token } from '../types.js'
 import { LinksFields, type LinksValue } from './links-form.js'
 import { TokenPermissions } from './token-permissions.js'
 
+/** A Namespace column, when the list spans namespaces. */
+export function namespaceColumn<T extends { Namespace?: string }>(all: boolean): Array<[string, (row: T) => string]> {
+  return all ? [['Namespace', (row: T) => row.Namespace ?? 'default']] : []
+}
+
 export function tokenName(token: Pick<Token, 'Description' | 'AccessorID'>): string {
   return token.Description !== '' ? token.Description : token.AccessorID
 }
 
 export function TokenList(): JSX.Element {
-  const tokens = useLive<Token[]>('/v1/acl/tokens')
+  const namespace = useNamespaceFilter()
+  const tokens = useLive<Token[]>('/v1/acl/tokens', namespace.query)
   const [search, setSearch] = useState('')
   const canWrite = useAclWrite()
   const needle = search.trim().toLowerCase()
@@ -29,6 +35,7 @@ export function TokenList(): JSX.Element {
     <Page title="Tokens" actions={<GuardedLink verdict={canWrite} href="/tokens/new">New token</GuardedLink>}>
       <div class="toolbar" role="search">
         <TextField label="Search" type="search" value={search} onValue={setSearch} hint="By description or AccessorID." />
+        {namespace.field}
       </div>
       <ErrorMessage error={tokens.error} prefix="Could not list the tokens" />
       {tokens.data === undefined ? (
@@ -44,6 +51,7 @@ export function TokenList(): JSX.Element {
             ['AccessorID', (token) => <code>{token.AccessorID}</code>],
             ['Policies', (token) => <LinkList items={(token.Policies ?? []).map((link) => ({ key: link.ID, href: path('/policies', link.ID), text: link.Name }))} />],
             ['Roles', (token) => <LinkList items={(token.Roles ?? []).map((link) => ({ key: link.ID, href: path('/roles', link.ID), text: link.Name }))} />],
+            ...namespaceColumn<Token>(namespace.all),
             ['Scope', (token) => (token.Local ? 'local' : 'global')],
             ['Created', (token) => formatTime(token.CreateTime)],
           ]}
