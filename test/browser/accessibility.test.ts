@@ -18,7 +18,7 @@ import { axeViolations, signIn, uiUrl, useBrowser, type AxeViolation } from '../
 /** Impacts that fail a page (axe's scale: minor, moderate, serious, critical). */
 const FAILING = new Set(['serious', 'critical'])
 
-/** The navigation's pages, with the heading each shows (Cluster joins once its page is built; today it is a placeholder). */
+/** The navigation's pages, with the heading each shows. */
 const SECTIONS: Array<[link: string, heading: string]> = [
   ['Tokens', 'Tokens'],
   ['Policies', 'Policies'],
@@ -27,6 +27,7 @@ const SECTIONS: Array<[link: string, heading: string]> = [
   ['Binding Rules', 'Binding Rules'],
   ['Templated Policies', 'Templated Policies'],
   ['Config', 'Config'],
+  ['Cluster', 'Cluster'],
 ]
 
 /** One line per violation: rule, impact, help, and the elements it names. */
@@ -50,13 +51,14 @@ describe('web UI: accessibility', function () {
   const suite = useBrowser()
   let agent: AgentProcess
   let policyID: string
+  let tokenID: string
 
   before(async () => {
     agent = await startAgent()
     const policy = await ok(agent, 'PUT', '/v1/acl/policy', { Name: unique('a11y-web-read'), Description: 'read web', Rules: 'service "web" { policy = "read" }' })
     policyID = policy.ID
     const role = await ok(agent, 'PUT', '/v1/acl/role', { Name: unique('a11y-web-team'), Policies: [{ ID: policy.ID }] })
-    await ok(agent, 'PUT', '/v1/acl/token', { Description: unique('a11y-token'), Policies: [{ ID: policy.ID }], Roles: [{ ID: role.ID }] })
+    tokenID = (await ok(agent, 'PUT', '/v1/acl/token', { Description: unique('a11y-token'), Policies: [{ ID: policy.ID }], Roles: [{ ID: role.ID }] })).AccessorID
     expect(await ok(agent, 'PUT', '/v1/config', { Kind: 'service-defaults', Name: unique('a11y-web'), Protocol: 'http' })).to.equal(true)
   })
 
@@ -86,12 +88,15 @@ describe('web UI: accessibility', function () {
     expect(suite.uncaught(page)).to.deep.equal([])
   })
 
-  it('finds no serious violation on a record\'s page and on a form showing the agent\'s error', async () => {
+  it('finds no serious violation on a policy\'s and a token\'s page, and on a form showing the agent\'s error', async () => {
     const page = await suite.page()
     await signIn(page, agent)
     await page.goto(uiUrl(agent, `policies/${policyID}`))
     await page.getByRole('heading', { level: 1, name: /^Policy / }).waitFor()
     await expectAccessible(page, "a policy's page")
+    await page.goto(uiUrl(agent, `tokens/${tokenID}`))
+    await page.getByRole('table', { name: 'Permissions by resource' }).waitFor()
+    await expectAccessible(page, "a token's page with what it may do")
     await page.goto(uiUrl(agent, 'policies/new'))
     await page.getByLabel('Name', { exact: true }).fill(unique('a11y-bad'))
     await page.getByLabel('Rules', { exact: true }).fill('service "web" {\n  policy = "bogus"\n}\n')
