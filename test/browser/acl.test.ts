@@ -2,7 +2,8 @@
  * The ACL pages of the web UI (issue 21, "ACL objects" and "Live") in a real browser against a real dev agent, signed
  * in with the management token: a policy created through the form, first with rules the agent refuses (its error
  * shown at the line and column it names, the cursor put there) and then with valid ones; a token created through the
- * form linking a policy, then found in the token list and on the policy's page; a token created through the API
+ * form linking a policy, then found in the token list and on the policy's page; what a token may do (its effective
+ * permissions, each with the policy and role that decided it); a token created through the API
  * showing up in the open list without a reload; and how long the token list takes to become usable.
  *
  * What the page shows is checked against what the agent holds (read back through the API), so a page that renders
@@ -107,6 +108,31 @@ describe('web UI: ACL pages', function () {
     await row.getByRole('link', { name: policy.Name, exact: true }).click()
     await page.getByRole('heading', { level: 1, name: `Policy ${policy.Name}`, exact: true }).waitFor()
     await page.getByRole('link', { name: description, exact: true }).waitFor()
+    expect(suite.uncaught(page)).to.deep.equal([])
+  })
+
+  it("shows on a token's page what it may do, and which policy or role decided it", async () => {
+    const web = await ok(agent, 'PUT', '/v1/acl/policy', { Name: unique('browser-web-write'), Rules: 'service "web" { policy = "write" }' })
+    const keys = await ok(agent, 'PUT', '/v1/acl/policy', { Name: unique('browser-app-keys'), Rules: 'key_prefix "app/" { policy = "read" }' })
+    const role = await ok(agent, 'PUT', '/v1/acl/role', { Name: unique('browser-app-team'), Policies: [{ ID: keys.ID }] })
+    const token = await ok(agent, 'PUT', '/v1/acl/token', { Description: unique('browser-may-do'), Policies: [{ ID: web.ID }], Roles: [{ ID: role.ID }] })
+    const page = await suite.page()
+    await signIn(page, agent)
+    await page.goto(uiUrl(agent, `tokens/${token.AccessorID}`))
+    const table = page.getByRole('table', { name: 'Permissions by resource' })
+    await table.waitFor()
+    // One row per rule: its resource as the row's header, then scope, level, what it allows, and its source.
+    const serviceRow = table.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'service', exact: true }) }).filter({ hasText: '"web"' })
+    expect(await serviceRow.getByRole('cell').allInnerTexts()).to.include('write')
+    await serviceRow.getByRole('link', { name: web.Name, exact: true }).waitFor()
+    const keyRow = table.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'key', exact: true }) }).filter({ hasText: 'app/' })
+    expect(await keyRow.getByRole('cell').allInnerTexts()).to.include('read')
+    // Reached through the role: the row names the policy and the role it came by.
+    await keyRow.getByRole('link', { name: keys.Name, exact: true }).waitFor()
+    await keyRow.getByRole('link', { name: role.Name, exact: true }).waitFor()
+    // The page shows the agent's own account, not one of its making.
+    const permissions = await ok(agent, 'GET', `/v1/acl/token/${token.AccessorID}/permissions`)
+    expect(permissions.Resources.service.Rules.map((rule: { Segment?: string; Access: string }) => [rule.Segment, rule.Access])).to.deep.include(['web', 'write'])
     expect(suite.uncaught(page)).to.deep.equal([])
   })
 
