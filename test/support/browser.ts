@@ -57,8 +57,10 @@ function announceMissing(): void {
 
 /**
  * Launches the browser headless. playwright's `launch` gives every browser a fresh user-data-dir of its own (a temporary
- * profile it deletes on close), so no state survives from one suite or run to the next. Chromium refuses to run as
- * root with its sandbox on, hence `--no-sandbox` there only.
+ * profile, /tmp/playwright_chromiumdev_profile-*, that it deletes on close), so no state survives from one suite or
+ * run to the next. Chromium refuses to start as root with its sandbox on, hence `--no-sandbox` there: named here
+ * rather than left to playwright's default (which today also turns the sandbox off), so a change of that default
+ * cannot stop the tests from starting as root.
  */
 export async function launchChromium(executablePath: string): Promise<Browser> {
   const asRoot = process.getuid?.() === 0
