@@ -33,6 +33,7 @@ import { wardenCas } from './workload-cas.js'
 import { etcdFailoverTarget, failoverRounds, wardenFailoverTarget } from './workload-failover.js'
 import { wardenLinks } from './workload-links.js'
 import { wardenMetrics } from './workload-metrics.js'
+import { wardenUi } from './workload-ui.js'
 import { etcdRanges, koaBaseline, wardenReads } from './workload-reads.js'
 import { PRIMARY, SECONDARY, wardenReplication } from './workload-replication.js'
 import { wardenScale } from './workload-scale.js'
@@ -98,6 +99,7 @@ function estimateSteps(options: Options, plan: Plan): number {
   if (selected(options, 'failover')) steps += plan.failoverRounds + 2
   if (selected(options, 'links')) steps += 4 + 2 + plan.linksRounds * 6
   if (selected(options, 'metrics')) steps += 2 + plan.linksRounds * 2
+  if (selected(options, 'ui')) steps += 2
   if (options.scale !== undefined) steps += 6
   if (selected(options, 'replication')) steps += 8
   if (options.compareEtcd) steps += 1 + plan.writeConnections.length * 2 + 5 + plan.failoverRounds + 1
@@ -187,6 +189,13 @@ async function runPhases(ctx: BenchContext): Promise<void> {
     const scraped = await startWarden(ctx, 'warden ×3 (metrics)', 3)
     await guard(ctx, 'metrics', () => wardenMetrics(ctx, scraped))
     await scraped.stop()
+  }
+
+  if (selected(options, 'ui')) {
+    // The web UI in Chromium (workload-ui.ts); skipped with a note where there is none.
+    const ui = await startWarden(ctx, 'warden ×3 (ui)', 3)
+    await guard(ctx, 'ui', () => wardenUi(ctx, ui))
+    await ui.stop()
   }
 
   const scale = options.scale

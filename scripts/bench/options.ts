@@ -3,7 +3,7 @@
  * --scale or --only scale), since a million tokens take many minutes to load, and replication only with --only
  * replication (two datacenters of three nodes, 110,000 objects to load and replicate).
  */
-export const WORKLOADS = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'failover', 'links', 'metrics', 'scale', 'resolve', 'replication'] as const
+export const WORKLOADS = ['writes', 'reads', 'authorized', 'cas', 'blocking', 'failover', 'links', 'metrics', 'ui', 'scale', 'resolve', 'replication'] as const
 export type WorkloadName = (typeof WORKLOADS)[number]
 
 export interface Options {
@@ -43,7 +43,7 @@ export const USAGE = `npm run bench -- [--quick] [--only NAME[,NAME]] [--scale [
   workloads: ${WORKLOADS.join(', ')}
     scale only with --scale or --only scale; replication only with --only replication (dc1 and dc2 of three nodes
     each: 10,000 policies and 100,000 global tokens replicated into an empty dc2, then replication lag at 500
-    writes/s; 1,000 policies and 10,000 tokens with --quick)
+    writes/s; 1,000 policies and 10,000 tokens with --quick); ui where Chromium is installed (apt-get install chromium)
   --rounds N: rounds of the links workload (default 5; 3 with --quick)`
 
 export class UsageError extends Error {}

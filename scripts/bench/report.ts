@@ -4,7 +4,7 @@
  * throughput and p99, so no plotting dependency is needed).
  */
 import type { ProcessUsage } from './procfs.js'
-import { KOA_SAME_CLIENT, type LagFigures, type LatencyWindow, type LinksSummary, type Ratio, type ReplicationSummary, type Results, type Row, type ScaleSnapshot, type Target } from './results.js'
+import { KOA_SAME_CLIENT, type LagFigures, type LatencyWindow, type LinksSummary, type Ratio, type ReplicationSummary, type Results, type Row, type ScaleSnapshot, type Target, type UiSummary } from './results.js'
 
 /** The issue's etcd figures on its reference machine, used only when etcd was not measured in this run. */
 const ISSUE_ETCD_PUT_RPS = 3_700
@@ -131,6 +131,14 @@ export function evaluateTargets(results: Results): Target[] {
     })
   }
   if (results.replication !== undefined) targets.push(...replicationTargets(results.replication))
+  if (results.ui !== undefined) {
+    const { ui } = results
+    targets.push({
+      target: 'issue 21: the whole UI < 200 KB gzipped; navigation to a usable token list < 1 s',
+      measured: `${(ui.bundleGzipBytes / 1024).toFixed(1)} KiB gzipped; ${ui.coldToUsable.p50Ms} ms cold through sign-in, ${ui.signedInToUsable.p50Ms} ms signed in (medians)`,
+      met: ui.bundleGzipBytes < 200 * 1024 && ui.coldToUsable.p50Ms < 1_000 && ui.signedInToUsable.p50Ms < 1_000,
+    })
+  }
   return targets
 }
 
@@ -235,6 +243,7 @@ export function renderSummary(results: Results): string {
     if (scale.snapshot !== undefined) out.push(renderScaleSnapshot(scale.snapshot))
   }
   if (results.replication !== undefined) out.push(...renderReplication(results.replication))
+  if (results.ui !== undefined) out.push(renderUi(results.ui))
   if (results.ratios.length > 0) {
     out.push('warden / etcd:')
     for (const ratio of results.ratios) out.push(`  ${ratio.what}: ${formatNumber(ratio.warden)} vs ${formatNumber(ratio.etcd)} ${ratio.unit} = ${ratio.ratio}×`)
@@ -247,11 +256,12 @@ export function renderSummary(results: Results): string {
   return out.join('\n')
 }
 
-/** Which issues the targets come from: issue 8's benchmark, and issue 19's replication when it ran. */
+/** Which issues the targets come from: issue 8's benchmark, 19's replication, 21's UI, as they ran. */
 function targetIssues(results: Results): string {
-  const issue19 = results.replication !== undefined
-  const issue8 = results.targets.some((target) => !target.target.startsWith('issue 19:'))
-  return issue8 && issue19 ? 'issues 8 and 19' : issue19 ? 'issue 19' : 'issue 8'
+  const issues = new Set<string>()
+  for (const { target } of results.targets) issues.add(/^issue (\d+):/.exec(target)?.[1] ?? '8')
+  const list = [...issues].sort((a, b) => Number(a) - Number(b))
+  return list.length === 1 ? `issue ${list[0]}` : `issues ${list.slice(0, -1).join(', ')} and ${list.at(-1)}`
 }
 
 /** The replication workload (results.ts ReplicationSummary): a line per phase, its notes, the agents' warnings. */
@@ -296,6 +306,16 @@ function rssPerNode(rss: Record<string, number>, leader: string): string {
   return Object.entries(rss)
     .map(([node, mb]) => `${node}${node === leader ? '(L)' : ''} ${formatNumber(mb)} MB`)
     .join(' · ')
+}
+
+/** The web UI workload (workload-ui.ts), one line. */
+function renderUi(ui: UiSummary): string {
+  const kb = (bytes: number): string => `${(bytes / 1024).toFixed(1)} KiB`
+  return (
+    `ui: bundle ${kb(ui.bundleBytes)} (${kb(ui.bundleGzipBytes)} gzipped); a usable token list (${ui.tokens.toLocaleString('en-US')} tokens), median of ${ui.samples}: ` +
+    `${ui.coldToUsable.p50Ms} ms from a cold navigation through sign-in (max ${ui.coldToUsable.maxMs}), ${ui.signedInToUsable.p50Ms} ms from a navigation when signed in (max ${ui.signedInToUsable.maxMs}); ` +
+    `a token created through the API in the open list ${ui.liveUpdate.p50Ms} ms after its answer (max ${ui.liveUpdate.maxMs})`
+  )
 }
 
 /** The scale workload's snapshot save and restore (results.ts ScaleSnapshot), one line; its failures are the scale notes. */

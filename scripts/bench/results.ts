@@ -314,7 +314,23 @@ export interface Results {
   fsync?: FsyncSummary
   links?: LinksSummary
   replication?: ReplicationSummary
+  ui?: UiSummary
   ratios: Ratio[]
   targets: Target[]
   skipped: string[]
+}
+
+/** The web UI in Chromium (workload-ui.ts): the bundle as served, and times to a usable token list, over `samples`. */
+export interface UiSummary {
+  /** Tokens the agent held (the list's length). */
+  tokens: number
+  samples: number
+  bundleBytes: number
+  bundleGzipBytes: number
+  /** From a cold navigation to /ui/ through the sign-in form (typing included) to a usable token list. */
+  coldToUsable: { p50Ms: number; maxMs: number }
+  /** From a navigation to /ui/tokens in a signed-in tab to a usable list. */
+  signedInToUsable: { p50Ms: number; maxMs: number }
+  /** From a token create's answer to its row in an open list (no reload). */
+  liveUpdate: { p50Ms: number; maxMs: number }
 }
