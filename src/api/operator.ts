@@ -1,6 +1,6 @@
 /** Status, operator, catalog and cloud-link endpoints: who the servers are and who leads. */
 import type { Client, QueryOptions, RequestOptions } from './client.js'
-import type { CloudLinkEnvelope, RaftConfiguration, RaftState, Server } from './types.js'
+import type { CloudLinkEnvelope, ClusterStatus, RaftConfiguration, RaftState, Server } from './types.js'
 
 export class Status {
   constructor(private readonly client: Client) {}
@@ -43,6 +43,11 @@ export class Operator {
 
   constructor(private readonly client: Client) {
     this.raft = new Raft(client)
+  }
+
+  /** Every server as the leader sees it, and the cluster around it; a blocking query with `index` and `wait`. */
+  cluster(options?: QueryOptions): Promise<ClusterStatus> {
+    return this.client.get('/v1/operator/cluster', options)
   }
 
   /** The servers of this datacenter (and of federated ones), as `warden members` shows them. */

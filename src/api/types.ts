@@ -289,6 +289,38 @@ export interface RaftState {
   ForwardedRequests: number
 }
 
+/** A server as the leader sees it (`GET /v1/operator/cluster`); null where it did not report its own state. */
+export interface ClusterServer {
+  Name: string
+  Address: string
+  Role: 'leader' | 'follower' | 'non-voter'
+  Voter: boolean
+  Leader: boolean
+  Status: 'alive' | 'failed'
+  Term: number | null
+  CommitIndex: number | null
+  AppliedIndex: number | null
+  LastIndex: number | null
+  MatchIndex: number | null
+  LastContactMs: number | null
+  Error?: string
+}
+
+/** `GET /v1/operator/cluster`: every server, the leader, the datacenters, replication and the cloud link. */
+export interface ClusterStatus {
+  Datacenter: string
+  PrimaryDatacenter: string
+  Datacenters: string[]
+  AnsweredBy: string
+  Leader: string
+  LeaderAddress: string
+  Term: number
+  Servers: ClusterServer[]
+  /** GET /v1/acl/replication's answer in a secondary (the loop's part from its leader); null in the primary. */
+  Replication: (ReplicationStatus & { ReplicatedConfigEntryIndex: number; ReplicationLagSeconds: number }) | null
+  CloudLink: { ResourceID: string; Linked: boolean | null; Status: Record<string, unknown> | null } | null
+}
+
 /** A server of a datacenter (`GET /v1/operator/servers`, `warden members`). */
 export interface Server {
   Name: string

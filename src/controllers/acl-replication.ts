@@ -21,7 +21,7 @@ import type { Logger } from 'pino'
 import { Backoff } from '../lib/backoff.js'
 import { WardenError } from '../lib/errors.js'
 import { TokenBucket } from '../lib/token-bucket.js'
-import type { Cluster } from '../rpc/index.js'
+import type { Cluster, ReplicationDetail, StatusDetail } from '../rpc/index.js'
 import type { DatacenterForwarder, ForwardedAnswer } from '../rpc/dc-forward.js'
 import { COMMAND_VERSION, type Command, type ConfigEntryWrite, type PolicyWrite, type RoleWrite, type TokenCreate } from '../state/commands.js'
 import { configSpec, getByUnique, getRecord, listRecords, policySpec, roleSpec, tokenSpec } from '../state/tables.js'
@@ -94,6 +94,8 @@ export class AclReplicator {
   private paceAt = 0
   /** Per stream, rounds that failed on this server since it started (metrics). */
   private readonly failures = new Map<ReplicatedStream, number>()
+  /** Takes this loop's detail out of the cluster view (set by start). */
+  private removeDetail: (() => void) | undefined
 
   constructor(
     private readonly state: StateStore,
@@ -107,9 +109,12 @@ export class AclReplicator {
 
   start(): void {
     for (const stream of REPLICATED_STREAMS) if (stream !== 'tokens' || this.settings.tokens) this.loops.push(this.loop(stream))
+    // The cluster view (GET /v1/operator/cluster) is the leader's, and so must be this loop's part of the status.
+    this.removeDetail = this.cluster.addStatusDetail('replication', () => this.detail())
   }
 
   async stop(): Promise<void> {
+    this.removeDetail?.()
     this.stopped = true
     for (const abort of this.aborts) abort.abort()
     await Promise.all(this.loops)
@@ -119,6 +124,23 @@ export class AclReplicator {
     const since = Math.min(...this.behindSince.values())
     const lagSeconds = Number.isFinite(since) ? Math.max(0, (this.now() - since) / 1000) : 0
     return { running: !this.stopped && this.cluster.isLeader(), lagSeconds, tokens: this.settings.tokens, streams: new Map(this.statuses) }
+  }
+
+  /** What the cluster view shows of this loop: a change of anything but the lag wakes its watchers. */
+  private detail(): StatusDetail {
+    const status = this.status()
+    let lastError: StreamStatus | undefined
+    for (const stream of status.streams.values()) {
+      if (stream.lastErrorAt !== undefined && stream.lastErrorMessage !== '' && (lastError?.lastErrorAt === undefined || stream.lastErrorAt > lastError.lastErrorAt)) lastError = stream
+    }
+    const value: ReplicationDetail = {
+      running: status.running,
+      lagSeconds: Math.round(status.lagSeconds * 1000) / 1000,
+      tokens: status.tokens,
+      ...(lastError?.lastErrorAt === undefined ? {} : { lastErrorAt: lastError.lastErrorAt }),
+      lastErrorMessage: lastError?.lastErrorMessage ?? '',
+    }
+    return { value, changeKey: JSON.stringify([value.running, value.tokens, value.lastErrorAt, value.lastErrorMessage]) }
   }
 
   /** Rounds that failed on this server since it started, per stream (a stream never failed is absent). */

@@ -24,6 +24,7 @@ import { encodeCommand } from '../state/store.js'
 import { checkCommand, validateCommand } from '../state/validate.js'
 import { TransportError } from '../transport/index.js'
 import type { Cluster, ProposeOptions, RaftState, ServerView } from './cluster.js'
+import { ClusterStatusService, type ClusterAnswer, type ClusterQuery, type StatusDetail } from './cluster-status.js'
 import {
   commandBytes,
   FORWARD_BATCH_BYTES_MAX,
@@ -55,6 +56,8 @@ export class ClusterNode implements Cluster {
   private readonly joinProofs = new JoinReplayGuard()
   /** Refused forwarded commands are logged at most once per peer and problem per interval: a peer could flood. */
   private readonly refusals = new LogLimiter()
+  /** The cluster view of GET /v1/operator/cluster; serves the `raft-state` and `cluster-status` peer requests. */
+  private readonly statusService: ClusterStatusService
 
   /**
    * @param clusterKey proves joining servers; without one (a single server started without a key) nobody may join.
@@ -83,6 +86,10 @@ export class ClusterNode implements Cluster {
       this.mustLead()
       await this.replica.membershipChanges.removeAsLeader(String(request['node']))
       return { ok: true }
+    })
+    this.statusService = new ClusterStatusService(replica, () => {
+      const status = replica.status()
+      return { role: status.role, term: status.term, commitIndex: status.commitIndex, appliedIndex: replica.state.lastApplied, lastIndex: status.lastIndex }
     })
     replica.handleRequests('transfer-leader', async (_from, request) => {
       this.mustLead()
@@ -404,6 +411,14 @@ export class ClusterNode implements Cluster {
   servers(): ServerView[] {
     const leader = this.replica.leader
     return this.membership().servers.map((server) => ({ ...server, leader: server.id === leader, alive: this.replica.memberAlive(server.id) }))
+  }
+
+  clusterStatus(query: ClusterQuery): Promise<ClusterAnswer> {
+    return this.statusService.status(query)
+  }
+
+  addStatusDetail(name: string, provider: () => StatusDetail): () => void {
+    return this.statusService.addDetail(name, provider)
   }
 
   raftState(): RaftState {

@@ -5,6 +5,7 @@
  */
 import type { ApplyResult, Command } from '../state/commands.js'
 import type { JoinRequest } from '../lib/join-proof.js'
+import type { ClusterAnswer, ClusterQuery, StatusDetail } from './cluster-status.js'
 
 export interface RaftState {
   node: string
@@ -82,4 +83,11 @@ export interface Cluster {
    * server, a non-voter, no other voter), no_leader, or outcome_unknown when it did not complete in time.
    */
   transferLeadership(id?: string): Promise<string>
+  /**
+   * Every server as the leader sees it, with an index for blocking queries (cluster-status.ts): asked of the leader
+   * from a follower, or this node's own view with `stale`. Rejects with no_leader when no leader answers in time.
+   */
+  clusterStatus(query: ClusterQuery): Promise<ClusterAnswer>
+  /** Adds what a controller reports (`replication`) to the views this node answers; returns the function that removes it. */
+  addStatusDetail(name: string, provider: () => StatusDetail): () => void
 }

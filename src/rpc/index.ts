@@ -4,3 +4,4 @@
  */
 export type { Cluster, RaftState, ServerView } from './cluster.js'
 export { ClusterNode } from './cluster-node.js'
+export type { ClusterAnswer, ClusterQuery, ClusterView, ReplicationDetail, ServerStatus, StatusDetail } from './cluster-status.js'

@@ -19,7 +19,7 @@ import { InvalidInputError, NotFoundError } from '../../lib/errors.js'
 import { changeFeedOf } from '../../state/change-feed.js'
 import { PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX, replicationPage, STREAM_TABLES } from '../../state/replication-pages.js'
 import { REPLICATED_STREAMS, replicationRecords, type ReplicatedStream } from '../../state/replication.js'
-import type { ApiContext } from '../context.js'
+import type { ApiContext, AppServices, ReplicationStatusView } from '../context.js'
 import { serveRead } from '../read.js'
 import { queryParam, requirePermission } from '../request.js'
 
@@ -27,7 +27,7 @@ import { queryParam, requirePermission } from '../request.js'
 const GO_ZERO_TIME = '0001-01-01T00:00:00Z'
 
 async function replicationStatus(ctx: ApiContext): Promise<void> {
-  const { cluster, settings, replication, state } = ctx.state.app
+  const { cluster, settings, replication } = ctx.state.app
   await cluster.readBarrier('consistent')
   if (settings.datacenter === settings.primaryDatacenter || replication === undefined) {
     ctx.body = {
@@ -44,27 +44,47 @@ async function replicationStatus(ctx: ApiContext): Promise<void> {
     }
     return
   }
-  const records = await replicationRecords(state.reader)
-  const status = replication.status()
-  const successes = [...records.values()].map((record) => record.LastSuccess).sort()
+  ctx.body = await secondaryReplicationStatus(ctx.state.app, localLoopView(replication.status()))
+}
+
+/** What the replication loop reports of itself; only the leader, where it runs, knows (a follower's is not running). */
+export interface ReplicationLoopView {
+  running: boolean
+  lagSeconds: number
+  tokens: boolean
+  lastError: { at: number; message: string } | undefined
+}
+
+/** This node's loop, the most recent error of any stream. */
+export function localLoopView(status: ReplicationStatusView): ReplicationLoopView {
   let lastError: { at: number; message: string } | undefined
   for (const stream of status.streams.values()) {
     if (stream.lastErrorAt !== undefined && stream.lastErrorMessage !== '' && (lastError === undefined || stream.lastErrorAt > lastError.at)) lastError = { at: stream.lastErrorAt, message: stream.lastErrorMessage }
   }
-  ctx.body = {
+  return { running: status.running, lagSeconds: status.lagSeconds, tokens: status.tokens, lastError }
+}
+
+/**
+ * A secondary's status: the replicated part from the state (the same on every node), the loop's from `loop` (this
+ * node's for GET /v1/acl/replication, the leader's for the cluster view).
+ */
+export async function secondaryReplicationStatus(app: AppServices, loop: ReplicationLoopView): Promise<Record<string, unknown>> {
+  const records = await replicationRecords(app.state.reader)
+  const successes = [...records.values()].map((record) => record.LastSuccess).sort()
+  return {
     Enabled: true,
-    Running: status.running,
-    SourceDatacenter: settings.primaryDatacenter,
-    ReplicationType: status.tokens ? 'tokens' : 'policies',
+    Running: loop.running,
+    SourceDatacenter: app.settings.primaryDatacenter,
+    ReplicationType: loop.tokens ? 'tokens' : 'policies',
     ReplicatedIndex: records.get('policies')?.RemoteIndex ?? 0,
     ReplicatedRoleIndex: records.get('roles')?.RemoteIndex ?? 0,
     ReplicatedTokenIndex: records.get('tokens')?.RemoteIndex ?? 0,
     LastSuccess: successes.at(-1) ?? GO_ZERO_TIME,
-    LastError: lastError === undefined ? GO_ZERO_TIME : new Date(lastError.at).toISOString(),
-    LastErrorMessage: lastError?.message ?? '',
+    LastError: loop.lastError === undefined ? GO_ZERO_TIME : new Date(loop.lastError.at).toISOString(),
+    LastErrorMessage: loop.lastError?.message ?? '',
     ReplicatedConfigEntryIndex: records.get('config')?.RemoteIndex ?? 0,
     // The leader's measure (the loop runs there); a follower, which cannot tell, reports 0.
-    ReplicationLagSeconds: status.running ? Math.round(status.lagSeconds * 1000) / 1000 : 0,
+    ReplicationLagSeconds: loop.running ? Math.round(loop.lagSeconds * 1000) / 1000 : 0,
   }
 }
 

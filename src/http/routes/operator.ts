@@ -12,6 +12,7 @@ import { auditBeforeChange } from '../audit.js'
 import { ANONYMOUS_BODY, readJsonObject } from '../body.js'
 import { validateBody, type Schema } from '../validate.js'
 import type { JoinRequest } from '../../lib/join-proof.js'
+import { clusterRoutes } from './operator-cluster.js'
 
 async function configuration(ctx: ApiContext): Promise<void> {
   await requirePermission(ctx, 'operator', 'read')
@@ -134,4 +135,6 @@ export function operatorRoutes(router: Router): void {
   router.delete('/v1/operator/raft/peer', (ctx) => removePeer(ctx as ApiContext))
   router.post('/v1/operator/raft/transfer-leader', (ctx) => transferLeader(ctx as ApiContext))
   router.get('/v1/operator/servers', (ctx) => servers(ctx as ApiContext))
+  // Every server as the leader sees it, blocking on change (operator-cluster.ts).
+  clusterRoutes(router)
 }
