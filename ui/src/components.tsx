@@ -32,11 +32,15 @@ export function Page({ title, children, actions }: { title: string; children?: C
   )
 }
 
-export function ErrorMessage({ error, prefix }: { error: unknown; prefix?: string }): JSX.Element | null {
+/**
+ * An error, announced: as an alert when it answers what the user just did (a save refused), politely (`polite`, a
+ * status) when it is why a page could not load, which the page's heading has just been announced for.
+ */
+export function ErrorMessage({ error, prefix, polite }: { error: unknown; prefix?: string; polite?: boolean }): JSX.Element | null {
   if (error === undefined || error === null) return null
   const code = error instanceof ApiError && error.code !== 'network' ? ` (${error.code})` : ''
   return (
-    <p class="error" role="alert">
+    <p class="error" role={polite === true ? 'status' : 'alert'}>
       <span class="error-mark" aria-hidden="true">
         ✖{' '}
       </span>

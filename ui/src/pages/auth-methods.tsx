@@ -23,7 +23,7 @@ export function AuthMethodList(): JSX.Element {
   return (
     <Page title="Auth Methods" actions={<GuardedLink verdict={canWrite} href="/auth-methods/+new">New auth method</GuardedLink>}>
       <div class="toolbar">{namespace.field}</div>
-      <ErrorMessage error={methods.error} prefix="Could not list the auth methods" />
+      <ErrorMessage error={methods.error} prefix="Could not list the auth methods" polite />
       {methods.data === undefined ? (
         methods.loading ? <Loading what="auth methods" /> : null
       ) : (
@@ -73,7 +73,7 @@ export function AuthMethodPage({ params }: PageProps): JSX.Element {
         )
       }
     >
-      <ErrorMessage error={method.error} prefix="Could not read the auth method" />
+      <ErrorMessage error={method.error} prefix="Could not read the auth method" polite />
       {data === undefined ? method.loading ? <Loading what="the auth method" /> : null : (
         <>
           <Fields
@@ -90,7 +90,7 @@ export function AuthMethodPage({ params }: PageProps): JSX.Element {
           <h2>Config</h2>
           <pre aria-label="Config">{JSON.stringify(data.Config ?? {}, null, 2)}</pre>
           <h2>Binding rules</h2>
-          <ErrorMessage error={rules.error} prefix="Could not list the binding rules" />
+          <ErrorMessage error={rules.error} prefix="Could not list the binding rules" polite />
           {rules.data === undefined ? null : rules.data.length === 0 ? <p class="empty">No binding rule uses this auth method.</p> : (
             <ul>
               {rules.data.map((rule) => (
@@ -126,7 +126,7 @@ export function AuthMethodEdit({ params }: PageProps): JSX.Element {
   const method = useLive<AuthMethod>(path('/v1/acl/auth-method', params.name!), {}, { live: false })
   return (
     <Page title={`Edit auth method ${params.name!}`}>
-      <ErrorMessage error={method.error} prefix="Could not read the auth method" />
+      <ErrorMessage error={method.error} prefix="Could not read the auth method" polite />
       {method.data === undefined ? method.loading ? <Loading what="the auth method" /> : null : <AuthMethodForm method={method.data} />}
     </Page>
   )

@@ -36,7 +36,7 @@ export function BindingRuleList(): JSX.Element {
         <Select label="Auth method" value={method} onValue={setMethod} options={[['', 'all'], ...(methods.data ?? []).map((item): [string, string] => [item.Name, item.Name])]} />
         {namespace.field}
       </div>
-      <ErrorMessage error={rules.error} prefix="Could not list the binding rules" />
+      <ErrorMessage error={rules.error} prefix="Could not list the binding rules" polite />
       {rules.data === undefined ? (
         rules.loading ? <Loading what="binding rules" /> : null
       ) : (
@@ -85,7 +85,7 @@ export function BindingRulePage({ params }: PageProps): JSX.Element {
         )
       }
     >
-      <ErrorMessage error={rule.error} prefix="Could not read the binding rule" />
+      <ErrorMessage error={rule.error} prefix="Could not read the binding rule" polite />
       {data === undefined ? rule.loading ? <Loading what="the binding rule" /> : null : (
         <Fields
           rows={[
@@ -116,7 +116,7 @@ export function BindingRuleEdit({ params }: PageProps): JSX.Element {
   const rule = useLive<BindingRule>(path('/v1/acl/binding-rule', params.id!), {}, { live: false })
   return (
     <Page title="Edit binding rule">
-      <ErrorMessage error={rule.error} prefix="Could not read the binding rule" />
+      <ErrorMessage error={rule.error} prefix="Could not read the binding rule" polite />
       {rule.data === undefined ? rule.loading ? <Loading what="the binding rule" /> : null : <BindingRuleForm rule={rule.data} />}
     </Page>
   )

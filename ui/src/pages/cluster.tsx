@@ -96,7 +96,7 @@ export function ClusterPage(): JSX.Element {
   const data = cluster.data
   return (
     <Page title="Cluster">
-      <ErrorMessage error={cluster.error} prefix="Could not read the cluster" />
+      <ErrorMessage error={cluster.error} prefix="Could not read the cluster" polite />
       {data === undefined ? (
         cluster.loading ? <Loading what="the cluster" /> : null
       ) : (
@@ -186,7 +186,7 @@ function LegacyCluster(): JSX.Element {
   const leader = servers.find((server) => server.Role === 'leader')
   return (
     <Page title="Cluster">
-      <ErrorMessage error={view.error} prefix="Could not read the servers" />
+      <ErrorMessage error={view.error} prefix="Could not read the servers" polite />
       {view.data === undefined ? (
         view.loading ? <Loading what="the servers" /> : null
       ) : (
@@ -224,7 +224,7 @@ function LegacyCluster(): JSX.Element {
       <h2>Datacenters</h2>
       <p>{datacenters.length === 0 ? 'This one only.' : datacenters.join(', ')}</p>
       <h2>ACL replication</h2>
-      <ErrorMessage error={replication.error} prefix="Could not read the replication status" />
+      <ErrorMessage error={replication.error} prefix="Could not read the replication status" polite />
       {replication.data === undefined ? null : replication.data.Enabled ? (
         <Fields
           rows={[
@@ -246,7 +246,7 @@ function LegacyCluster(): JSX.Element {
 }
 
 function LinkStatus({ link, error }: { link: LinkEnvelope | undefined; error: ApiError | undefined }): JSX.Element | null {
-  if (error !== undefined) return error.status === 404 ? <p>Not linked.</p> : <ErrorMessage error={error} prefix="Could not read the link" />
+  if (error !== undefined) return error.status === 404 ? <p>Not linked.</p> : <ErrorMessage error={error} prefix="Could not read the link" polite />
   if (link === undefined) return null
   const conditions = Object.values(link.status ?? {}).flatMap((status) => status.conditions ?? [])
   return (

@@ -101,7 +101,7 @@ export function ConfigList({ params }: PageProps): JSX.Element {
         <TextField label="Filter" value={draft} onValue={setDraft} hint='An expression over the entries, as Protocol == "http" or Name matches "^web". Empty: all.' />
         <button type="submit">Apply filter</button>
       </form>
-      <ErrorMessage error={entries.error} prefix={filter === '' ? 'Could not list the entries' : 'Could not filter the entries'} />
+      <ErrorMessage error={entries.error} prefix={filter === '' ? 'Could not list the entries' : 'Could not filter the entries'} polite />
       {hidden ? <p class="hint">Some entries are left out: your token may not read them.</p> : null}
       {entries.data === undefined ? (
         entries.loading ? <Loading what="entries" /> : null
@@ -200,7 +200,7 @@ function ConfigEntryEditor({ kind, name }: { kind: string; name: string }): JSX.
       <p>
         <Link href={path('/config', kind)}>All {kind} entries</Link>
       </p>
-      <ErrorMessage error={entry.error} prefix="Could not read the entry" />
+      <ErrorMessage error={entry.error} prefix="Could not read the entry" polite />
       {loaded === undefined || text === undefined ? (
         entry.loading ? <Loading what="the entry" /> : null
       ) : (

@@ -27,7 +27,7 @@ export function PolicyList(): JSX.Element {
         <TextField label="Search" type="search" value={search} onValue={setSearch} hint="By name or description." />
         {namespace.field}
       </div>
-      <ErrorMessage error={policies.error} prefix="Could not list the policies" />
+      <ErrorMessage error={policies.error} prefix="Could not list the policies" polite />
       {policies.data === undefined ? (
         policies.loading ? <Loading what="policies" /> : null
       ) : (
@@ -77,7 +77,7 @@ export function PolicyPage({ params }: PageProps): JSX.Element {
         )
       }
     >
-      <ErrorMessage error={policy.error} prefix="Could not read the policy" />
+      <ErrorMessage error={policy.error} prefix="Could not read the policy" polite />
       {data === undefined ? policy.loading ? <Loading what="the policy" /> : null : (
         <>
           <Fields
@@ -92,7 +92,7 @@ export function PolicyPage({ params }: PageProps): JSX.Element {
           <h2>Rules</h2>
           {data.Rules === undefined || data.Rules === '' ? <p class="none">No rules.</p> : <pre aria-label="Rules">{data.Rules}</pre>}
           <h2>Roles linking it</h2>
-          <ErrorMessage error={roles.error} prefix="Could not list the roles" />
+          <ErrorMessage error={roles.error} prefix="Could not list the roles" polite />
           {roles.data === undefined ? null : roles.data.length === 0 ? <p class="empty">No role links this policy.</p> : (
             <ul>
               {roles.data.map((role) => (
@@ -103,7 +103,7 @@ export function PolicyPage({ params }: PageProps): JSX.Element {
             </ul>
           )}
           <h2>Tokens linking it</h2>
-          <ErrorMessage error={tokens.error} prefix="Could not list the tokens" />
+          <ErrorMessage error={tokens.error} prefix="Could not list the tokens" polite />
           {tokens.data === undefined ? null : tokens.data.length === 0 ? <p class="empty">No token links this policy directly.</p> : (
             <ul>
               {tokens.data.map((token) => (
@@ -131,7 +131,7 @@ export function PolicyEdit({ params }: PageProps): JSX.Element {
   const policy = useLive<Policy>(path('/v1/acl/policy', params.id!), {}, { live: false })
   return (
     <Page title={policy.data === undefined ? 'Edit policy' : `Edit policy ${policy.data.Name}`}>
-      <ErrorMessage error={policy.error} prefix="Could not read the policy" />
+      <ErrorMessage error={policy.error} prefix="Could not read the policy" polite />
       {policy.data === undefined ? policy.loading ? <Loading what="the policy" /> : null : <PolicyForm policy={policy.data} />}
     </Page>
   )

@@ -32,7 +32,7 @@ export function RoleList(): JSX.Element {
         <TextField label="Search" type="search" value={search} onValue={setSearch} hint="By name or description." />
         {namespace.field}
       </div>
-      <ErrorMessage error={roles.error} prefix="Could not list the roles" />
+      <ErrorMessage error={roles.error} prefix="Could not list the roles" polite />
       {roles.data === undefined ? (
         roles.loading ? <Loading what="roles" /> : null
       ) : (
@@ -81,7 +81,7 @@ export function RolePage({ params }: PageProps): JSX.Element {
         )
       }
     >
-      <ErrorMessage error={role.error} prefix="Could not read the role" />
+      <ErrorMessage error={role.error} prefix="Could not read the role" polite />
       {data === undefined ? role.loading ? <Loading what="the role" /> : null : (
         <>
           <Fields
@@ -100,7 +100,7 @@ export function RolePage({ params }: PageProps): JSX.Element {
             ]}
           />
           <h2>Tokens linking it</h2>
-          <ErrorMessage error={tokens.error} prefix="Could not list the tokens" />
+          <ErrorMessage error={tokens.error} prefix="Could not list the tokens" polite />
           {tokens.data === undefined ? null : tokens.data.length === 0 ? <p class="empty">No token links this role.</p> : (
             <ul>
               {tokens.data.map((token) => (
@@ -128,7 +128,7 @@ export function RoleEdit({ params }: PageProps): JSX.Element {
   const role = useLive<Role>(path('/v1/acl/role', params.id!), {}, { live: false })
   return (
     <Page title={role.data === undefined ? 'Edit role' : `Edit role ${role.data.Name}`}>
-      <ErrorMessage error={role.error} prefix="Could not read the role" />
+      <ErrorMessage error={role.error} prefix="Could not read the role" polite />
       {role.data === undefined ? role.loading ? <Loading what="the role" /> : null : <RoleForm role={role.data} />}
     </Page>
   )

@@ -33,7 +33,7 @@ export function TemplatedPolicyList(): JSX.Element {
   const rows = Object.values(templates.data ?? {}).sort((a, b) => (a.TemplateName < b.TemplateName ? -1 : 1))
   return (
     <Page title="Templated Policies">
-      <ErrorMessage error={templates.error} prefix="Could not list the templated policies" />
+      <ErrorMessage error={templates.error} prefix="Could not list the templated policies" polite />
       {templates.data === undefined ? (
         templates.loading ? <Loading what="templated policies" /> : null
       ) : (
@@ -58,7 +58,7 @@ export function TemplatedPolicyPage({ params }: PageProps): JSX.Element {
   const data = template.data
   return (
     <Page title={`Templated policy ${name}`}>
-      <ErrorMessage error={template.error} prefix="Could not read the templated policy" />
+      <ErrorMessage error={template.error} prefix="Could not read the templated policy" polite />
       {data === undefined ? template.loading ? <Loading what="the templated policy" /> : null : (
         <>
           <Fields

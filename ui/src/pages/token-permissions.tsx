@@ -127,7 +127,7 @@ export function TokenPermissions({ accessorID }: { accessorID: string }): JSX.El
   return (
     <section aria-labelledby="permissions-heading">
       <h2 id="permissions-heading">What this token may do</h2>
-      <ErrorMessage error={permissions.error} prefix="Could not work out the token's permissions" />
+      <ErrorMessage error={permissions.error} prefix="Could not work out the token's permissions" polite />
       {data === undefined ? permissions.loading ? <Loading what="permissions" /> : null : <PermissionsTable data={data} />}
     </section>
   )

@@ -37,7 +37,7 @@ export function TokenList(): JSX.Element {
         <TextField label="Search" type="search" value={search} onValue={setSearch} hint="By description or AccessorID." />
         {namespace.field}
       </div>
-      <ErrorMessage error={tokens.error} prefix="Could not list the tokens" />
+      <ErrorMessage error={tokens.error} prefix="Could not list the tokens" polite />
       {tokens.data === undefined ? (
         tokens.loading ? <Loading what="tokens" /> : null
       ) : (
@@ -91,7 +91,7 @@ export function TokenPage({ params }: PageProps): JSX.Element {
         )
       }
     >
-      <ErrorMessage error={token.error} prefix="Could not read the token" />
+      <ErrorMessage error={token.error} prefix="Could not read the token" polite />
       {data === undefined ? token.loading ? <Loading what="the token" /> : null : (
         <>
           {cloning ? <CloneForm source={data} onCancel={() => setCloning(false)} /> : null}
@@ -210,7 +210,7 @@ export function TokenEdit({ params }: PageProps): JSX.Element {
   const token = useLive<Token>(path('/v1/acl/token', params.id!), {}, { live: false })
   return (
     <Page title={token.data === undefined ? 'Edit token' : `Edit token ${tokenName(token.data)}`}>
-      <ErrorMessage error={token.error} prefix="Could not read the token" />
+      <ErrorMessage error={token.error} prefix="Could not read the token" polite />
       {token.data === undefined ? token.loading ? <Loading what="the token" /> : null : <TokenForm token={token.data} />}
     </Page>
   )
