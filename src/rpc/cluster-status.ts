@@ -179,7 +179,7 @@ export class ClusterStatusService {
   private async local(query: ClusterQuery): Promise<ClusterAnswer> {
     await this.refresh(false)
     const waitMs = query.waitMs ?? 0
-    if (query.index === undefined || query.index === 0 || query.index !== this.index || waitMs <= 0) return this.answer()
+    if (query.index === undefined || query.index === 0 || query.index !== this.index || waitMs <= 0 || query.signal?.aborted === true) return this.answer()
     if (this.waiters.size >= WAITERS_MAX) throw new WardenError('rate_limited', `too many cluster queries are waiting on this node (at most ${WAITERS_MAX}); retry later`)
     const { signal } = query
     await new Promise<void>((resolve) => {

@@ -28,6 +28,8 @@ async function clusterStatus(ctx: ApiContext): Promise<void> {
   const hangUp = new AbortController()
   const onClose = (): void => hangUp.abort()
   ctx.res.once('close', onClose)
+  // A client that hung up while the token was resolved has emitted 'close' already.
+  if (ctx.res.destroyed) hangUp.abort()
   let answer
   try {
     answer = await app.cluster.clusterStatus({
