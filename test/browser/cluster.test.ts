@@ -2,7 +2,8 @@
  * The web UI's Cluster page (issue 21, "Cluster") in a real browser against a real three-node cluster
  * (test/support/cluster.ts: three `warden agent` processes on loopback, one Raft group). The page is opened on a node
  * that is not the leader, so that killing the leader (SIGKILL) leaves the page's own agent up: the page must name
- * the leader the nodes agree on, list the three servers, and after the kill name the new leader without a reload.
+ * the leader the nodes agree on, list the three servers, and after the kill name the new leader, in a later term,
+ * without a reload.
  * How long that took after the kill is printed, not asserted: it is mostly the election timeout.
  */
 import { expect } from 'chai'
@@ -16,6 +17,13 @@ const NEW_LEADER_TIMEOUT_MS = 40_000
 /** The "Leader: …" line of the Cluster page. */
 function leaderLine(page: Page) {
   return page.getByText(/^Leader: /)
+}
+
+/** The term the "Leader: …, term N." line names. */
+function termOf(line: string): number {
+  const term = /\bterm (\d+)/.exec(line)?.[1]
+  if (term === undefined) throw new Error(`no term in ${JSON.stringify(line)}`)
+  return Number(term)
 }
 
 describe('web UI: cluster page', function () {
@@ -43,6 +51,7 @@ describe('web UI: cluster page', function () {
     const servers = page.getByRole('table', { name: /Servers of this datacenter/ })
     for (const spec of nodes.specs) await servers.getByRole('row').filter({ hasText: spec.name }).first().waitFor()
     expect(await servers.getByRole('row').filter({ hasText: leader }).innerText()).to.include('leader')
+    const termBefore = termOf(await leaderLine(page).innerText())
     // A reload would drop this: its survival proves the page updated itself.
     await page.evaluate(() => {
       ;(globalThis as unknown as { wardenTestMarker: string }).wardenTestMarker = 'no reload'
@@ -55,6 +64,8 @@ describe('web UI: cluster page', function () {
     expect(next).to.not.equal(leader)
     await leaderLine(page).filter({ hasText: `Leader: ${next} (` }).waitFor({ timeout: NEW_LEADER_TIMEOUT_MS })
     const shownAt = performance.now()
+    // Raft §5.2: a new leader is elected in a later term, and the page says which.
+    expect(termOf(await leaderLine(page).innerText())).to.be.greaterThan(termBefore)
     console.log(`      new leader ${next} shown ${(shownAt - killedAt).toFixed(0)} ms after ${leader} was killed (the nodes agreed after ${(agreedAt - killedAt).toFixed(0)} ms)`)
     expect(await page.evaluate(() => (globalThis as unknown as { wardenTestMarker?: string }).wardenTestMarker)).to.equal('no reload')
     expect(page.url()).to.equal(uiUrl(watcher, 'cluster'))
