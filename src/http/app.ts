@@ -9,7 +9,7 @@ import type { AppServices, ApiContext } from './context.js'
 import { errorMiddleware } from './errors.js'
 import { auditMiddleware } from './audit.js'
 import { LogLimiter } from '../lib/log-limiter.js'
-import { consistencyOf, hasParam, isWriteMethod, queryParam } from './request.js'
+import { consistencyOf, hasParam, isWriteMethod, isWriteRequest, queryParam } from './request.js'
 import { setResponseHeader } from './headers.js'
 import { tokenRoutes } from './routes/acl-tokens.js'
 import { policyRoutes } from './routes/acl-policies.js'
@@ -39,7 +39,7 @@ import { requestMetricsMiddleware } from './request-metrics.js'
  * again once the body has arrived, and is authorized again then (request.ts authorizeAfterBody).
  */
 function catchUpBeforeWrite(ctx: ApiContext): Promise<void> {
-  if (!isWriteMethod(ctx.method)) return Promise.resolve()
+  if (!isWriteRequest(ctx)) return Promise.resolve()
   return ctx.state.app.cluster.readBarrier('leader')
 }
 

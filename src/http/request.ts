@@ -48,6 +48,17 @@ export function isWriteMethod(method: string): boolean {
 }
 
 /**
+ * POSTs that change nothing: they carry their question in a body, and are answered from this node's state as a read
+ * is (Consul answers ACLAuthorize from a follower's state), so they pass no write barrier and need no leader.
+ */
+const READ_ONLY_POSTS = new Set(['/v1/internal/acl/authorize'])
+
+/** Whether a request writes: a write method, but for the POSTs that only ask. */
+export function isWriteRequest(ctx: { method: string; path: string }): boolean {
+  return isWriteMethod(ctx.method) && !(ctx.method === 'POST' && READ_ONLY_POSTS.has(ctx.path.toLowerCase().replace(/\/+$/, '')))
+}
+
+/**
  * Once a write's body has arrived, which may be 30 s after its headers: the caller is resolved again and every
  * permission checked before the body is checked again, past a new barrier. Without this a token deleted, expired or
  * stripped of the permission while the body arrived would still write. The barrier is the write's own (app.ts), taken
@@ -57,7 +68,7 @@ export function isWriteMethod(method: string): boolean {
  */
 export async function authorizeAfterBody(ctx: ApiContext): Promise<void> {
   ctx.state.bodyRead = true
-  if (!isWriteMethod(ctx.method)) return
+  if (!isWriteRequest(ctx)) return
   await ctx.state.app.cluster.readBarrier('leader')
   ctx.state.caller = undefined
   const caller = await callerOf(ctx)
