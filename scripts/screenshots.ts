@@ -136,7 +136,7 @@ async function capture(browser: Browser, cluster: TestCluster, out: string): Pro
   await editor.fill(JSON.stringify({ Kind: 'service-defaults', Name: 'web', Protocol: 'grpc', MaxInboundConnections: 1024 }, null, 2))
   await page.getByRole('button', { name: 'Save', exact: true }).click()
   await page.getByRole('button', { name: 'Reload the entry', exact: true }).waitFor()
-  await shoot(page, out, 'config-conflict')
+  await shoot(page, out, 'config-conflict', { fullPage: true })
 
   await page.goto(uiUrl(agent, 'cluster'))
   await page.getByText(`Leader: ${leader} (`).waitFor()
