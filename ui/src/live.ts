@@ -97,38 +97,3 @@ export function useLive<T>(path: string | null, query: Query = {}, options: { li
   return { ...state, reload: () => setGeneration((value) => value + 1) }
 }
 
-/**
- * For what the agent cannot block on: `load` asked again `everyMs` after each answer, one round in flight, backing
- * off on errors as useLive does. `key` names the inputs `load` depends on (besides the session).
- */
-export function usePoll<T>(load: (signal: AbortSignal) => Promise<T>, everyMs: number, key: string): Omit<Loaded<T>, 'headers'> {
-  const { datacenter, token } = useSession()
-  const [state, setState] = useState<{ data: T | undefined; error: ApiError | undefined; loading: boolean }>({ data: undefined, error: undefined, loading: true })
-  const [generation, setGeneration] = useState(0)
-  useEffect(() => {
-    if (token === undefined) return
-    const controller = new AbortController()
-    const { signal } = controller
-    void (async () => {
-      let failures = 0
-      while (!signal.aborted) {
-        try {
-          const data = await load(signal)
-          failures = 0
-          setState({ data, error: undefined, loading: false })
-          await sleep(everyMs, signal)
-        } catch (error) {
-          if (signal.aborted) return
-          const failure = error instanceof ApiError ? error : new ApiError(0, 'network', String(error))
-          setState((previous) => ({ ...previous, error: failure, loading: false }))
-          if (stopsTheLoop(failure)) return
-          failures += 1
-          const ceiling = Math.min(BACKOFF_MS_MAX, BACKOFF_MS_MIN * 2 ** (failures - 1))
-          await sleep(ceiling / 2 + Math.random() * (ceiling / 2), signal)
-        }
-      }
-    })()
-    return () => controller.abort()
-  }, [key, datacenter, token, generation])
-  return { ...state, reload: () => setGeneration((value) => value + 1) }
-}
