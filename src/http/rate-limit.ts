@@ -24,6 +24,7 @@ import type { Logger } from 'pino'
 import { TokenBucket } from '../lib/token-bucket.js'
 import { RateLimitedError } from '../lib/errors.js'
 import { LogLimiter } from '../lib/log-limiter.js'
+import { asksOnly } from './request.js'
 
 export type RequestLimitsMode = 'disabled' | 'permissive' | 'enforcing'
 
@@ -52,7 +53,7 @@ export type RequestKind = 'read' | 'write' | 'exempt'
 export function requestKind(method: string, path: string): RequestKind {
   if (path.startsWith('/v1/status/') || path === '/v1/operator/raft/join') return 'exempt'
   if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return 'read'
-  if (path.startsWith('/v1/acl/templated-policy/preview/') || path === '/v1/internal/acl/authorize') return 'read'
+  if (path.startsWith('/v1/acl/templated-policy/preview/') || asksOnly(method, path)) return 'read'
   return 'write'
 }
 

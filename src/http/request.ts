@@ -53,9 +53,14 @@ export function isWriteMethod(method: string): boolean {
  */
 const READ_ONLY_POSTS = new Set(['/v1/internal/acl/authorize'])
 
+/** Whether a request is one of the POSTs that only ask (matched as the router matches: any case, a trailing slash). */
+export function asksOnly(method: string, path: string): boolean {
+  return method === 'POST' && READ_ONLY_POSTS.has(path.toLowerCase().replace(/\/+$/, ''))
+}
+
 /** Whether a request writes: a write method, but for the POSTs that only ask. */
 export function isWriteRequest(ctx: { method: string; path: string }): boolean {
-  return isWriteMethod(ctx.method) && !(ctx.method === 'POST' && READ_ONLY_POSTS.has(ctx.path.toLowerCase().replace(/\/+$/, '')))
+  return isWriteMethod(ctx.method) && !asksOnly(ctx.method, ctx.path)
 }
 
 /**
@@ -68,7 +73,11 @@ export function isWriteRequest(ctx: { method: string; path: string }): boolean {
  */
 export async function authorizeAfterBody(ctx: ApiContext): Promise<void> {
   ctx.state.bodyRead = true
-  if (!isWriteRequest(ctx)) return
+  if (!isWriteRequest(ctx)) {
+    // A POST that only asks passes no barrier, but answers for the token as it is once its body is in.
+    if (isWriteMethod(ctx.method)) ctx.state.caller = undefined
+    return
+  }
   await ctx.state.app.cluster.readBarrier('leader')
   ctx.state.caller = undefined
   const caller = await callerOf(ctx)

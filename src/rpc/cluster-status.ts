@@ -12,8 +12,9 @@
  *   a write-heavy cluster wakes its watchers once a second, not once a write;
  * - never for the milliseconds since a server last answered, which change all the time.
  * While queries wait, this node samples the view every SAMPLE_INTERVAL_MS (asking the others for their state, on the
- * leader); nothing is sampled while nobody waits. The index starts at this node's applied index and only grows, as a
- * new leader's starts at an applied index past any entry an earlier leader had applied.
+ * leader); nothing is sampled while nobody waits. The index is the node's term times 2^32 plus a count of its moves
+ * in that term: each leader counts on its own, and a later leader's term is higher, so an index one leader issued can
+ * never stand for another leader's view (a watcher holding the dead leader's index is answered at once by the new one).
  *
  * Followers forward a query to the leader (`cluster-status`); the leader holds a blocking one at most HOLD_MS_MAX and
  * the follower asks again until its own wait ends. Waiting queries of one follower with one index share a single
@@ -107,6 +108,8 @@ export const HOLD_MS_MAX = 10_000
 export const ASK_TIMEOUT_MS = 1_000
 /** A sample younger than this answers a query that does not block, instead of asking every server again. */
 const FRESH_MS = 250
+/** The index's share of one term (see the file's comment): terms up to 2^21 keep it a safe integer. */
+const TERM_SCALE = 2 ** 32
 /** Queries waiting on this node at once, local and forwarded; more are refused (429), as other blocking queries are. */
 export const WAITERS_MAX = 4_096
 
@@ -150,9 +153,12 @@ export class ClusterStatusService {
   async status(query: ClusterQuery): Promise<ClusterAnswer> {
     if (query.stale === true) return this.local(query)
     const { environment } = this.replica
-    const deadline = environment.now() + this.replica.leaderWaitMs + (query.waitMs ?? 0)
+    const waitUntil = environment.now() + (query.waitMs ?? 0)
+    const deadline = waitUntil + this.replica.leaderWaitMs
     for (;;) {
       this.replica.checkRunning()
+      // A retry after a change of leader waits what is left of the client's wait, not all of it again.
+      query = query.waitMs === undefined ? query : { ...query, waitMs: Math.max(0, waitUntil - environment.now()) }
       if (this.replica.isLeader()) {
         const answer = await this.local(query)
         // Leadership lost during the wait: the leader's view is another node's now, unless the wait is over.
@@ -194,8 +200,9 @@ export class ClusterStatusService {
       this.waiters.add(finish)
       this.startSampler()
     })
-    // A wait that ran out answers what is now, fresh.
-    await this.refresh(true)
+    // A wait that ran out answers what is now: the sampler keeps that under SAMPLE_INTERVAL_MS old. A client that hung
+    // up is answered nothing, and costs no round of peer requests.
+    if (signal?.aborted !== true) await this.refresh(false)
     return this.answer()
   }
 
@@ -247,8 +254,8 @@ export class ClusterStatusService {
     const significant = published === undefined || published.significant !== keys.significant
     const progressed = published !== undefined && published.progress !== keys.progress && now - this.lastBumpAt >= PROGRESS_INTERVAL_MS
     if (!significant && !progressed) return
-    const applied = Math.max(0, ...view.servers.map((server) => server.own?.appliedIndex ?? 0))
-    this.index = Math.max(this.index + 1, applied, 1)
+    const base = this.ownState().term * TERM_SCALE
+    this.index = Number.isSafeInteger(base + TERM_SCALE) ? Math.max(this.index + 1, base + 1) : this.index + 1
     this.published = { ...keys, view }
     this.lastBumpAt = now
     for (const wake of [...this.waiters]) wake()

@@ -63,7 +63,7 @@ async function authorize(ctx: ApiContext): Promise<void> {
     }
     return { request, resource: request.Resource, access }
   })
-  // Resolved again once the body is in (authorizeAfterBody): answers for the token as it is now.
+  // Resolved again once the body is in (authorizeAfterBody forgets the caller resolved before it): the token as it is now.
   const permissions = (await callerOf(ctx)).permissions
   ctx.body = checks.map(({ request, resource, access }) => {
     const segment = request.Segment ?? ''

@@ -96,6 +96,11 @@ describe('http/rate-limit: requestKind', () => {
     expect(requestKind('POST', '/v1/acl/logout')).to.equal('write')
   })
 
+  it('POST /v1/internal/acl/authorize only asks: a read, however the router would match its path', () => {
+    for (const path of ['/v1/internal/acl/authorize', '/v1/internal/acl/authorize/', '/V1/Internal/ACL/Authorize']) expect(requestKind('POST', path), path).to.equal('read')
+    expect(requestKind('PUT', '/v1/internal/acl/authorize')).to.equal('write')
+  })
+
   it('the templated-policy preview changes nothing: a read', () => {
     expect(requestKind('POST', '/v1/acl/templated-policy/preview/builtin/service')).to.equal('read')
   })
