@@ -3,7 +3,8 @@
  * hand: the rules a watcher relies on. The index never moves for the milliseconds since a server answered (every
  * heartbeat changes them); it moves at once when a server's liveness or role or the leader changes; when indexes move
  * it moves at most once per PROGRESS_INTERVAL_MS however often they move; and on a follower, blocking queries with one
- * index share one request to the leader.
+ * index share one request to the leader; an index one leader issued never holds a watcher at the next; a client that
+ * hangs up costs no round of peer requests.
  */
 import { expect } from 'chai'
 import type { Timer } from '../../../src/lib/environment.js'
@@ -47,23 +48,24 @@ interface Peer {
   lastContactMs: number
 }
 
-/** A replica of three servers whose every observable the test sets; `n1` is this node. */
-function standIn(clock: ManualClock, leading: boolean) {
+/** A replica of three servers whose every observable the test sets; `name` (n1) is this node, at `applied` in `term`. */
+function standIn(clock: ManualClock, leading: boolean, { name = 'n1', applied = 10, term = 2 }: { name?: string; applied?: number; term?: number } = {}) {
   const handlers = new Map<string, (from: string, request: Record<string, unknown>) => Promise<unknown>>()
+  const own = (): OwnRaftState => ({ role: 'follower', term, commitIndex: applied, appliedIndex: applied, lastIndex: applied })
   const peers = new Map<string, Peer>([
-    ['n2', { own: { role: 'follower', term: 2, commitIndex: 10, appliedIndex: 10, lastIndex: 10 }, alive: true, lastContactMs: 5 }],
-    ['n3', { own: { role: 'follower', term: 2, commitIndex: 10, appliedIndex: 10, lastIndex: 10 }, alive: true, lastContactMs: 5 }],
+    [name === 'n2' ? 'n1' : 'n2', { own: own(), alive: true, lastContactMs: 5 }],
+    ['n3', { own: own(), alive: true, lastContactMs: 5 }],
   ])
-  const self: OwnRaftState = { role: leading ? 'leader' : 'follower', term: 2, commitIndex: 10, appliedIndex: 10, lastIndex: 10 }
+  const self: OwnRaftState = { ...own(), role: leading ? 'leader' : 'follower' }
   const requests: Array<{ to: string; message: Record<string, unknown> }> = []
   let leaderAnswer: (message: Record<string, unknown>) => Promise<unknown> = async () => ({})
   const environment = { now: () => clock.nowMs, setTimeout: (callback: () => void, ms: number) => clock.setTimeout(callback, ms) }
   const replica = {
-    nodeName: 'n1',
+    nodeName: name,
     leaderWaitMs: 5_000,
     environment,
     get leader() {
-      return leading ? 'n1' : 'n2'
+      return leading ? name : 'n2'
     },
     isLeader: () => leading,
     isStopped: false,
@@ -187,5 +189,51 @@ describe('cluster view index', () => {
     expect(held[0]).to.deep.include({ to: 'n2' })
     release({ index: 8, view: { servers: [] } })
     for (const query of queries) expect((await query.answer).index).to.equal(8)
+  })
+})
+
+describe('rpc/cluster-status: the index across leaders', () => {
+  it('an index issued by the old leader does not make the new leader hold a query whose view has changed', async () => {
+    const clock = new ManualClock()
+    // Old leader n1: applied 99; two liveness flips move its index past its applied index (index + 1 each).
+    const a = standIn(clock, true, { name: 'n1', applied: 99 })
+    const first = await a.service.status({})
+    a.peers.get('n3')!.alive = false
+    await clock.advance(300)
+    await a.service.status({})
+    a.peers.get('n3')!.alive = true
+    await clock.advance(300)
+    const seen = await a.service.status({})
+    expect(seen.index).to.be.greaterThan(first.index)
+    expect(seen.view.leader).to.equal('n1')
+    // n1 dies; n2 leads in a later term, its servers at the same applied index. The watcher asks it with what it holds.
+    const b = standIn(clock, true, { name: 'n2', applied: 101, term: 3 })
+    const query = b.service.status({ index: seen.index, waitMs: 10_000 })
+    let answered: ClusterAnswer | undefined
+    void query.then((answer) => (answered = answer))
+    await clock.advance(2_000)
+    expect(answered, 'the watcher still waits, showing n1 as leader, though n2 leads').to.not.equal(undefined)
+    expect(answered!.view.leader).to.equal('n2')
+  })
+})
+
+describe('rpc/cluster-status: the peer requests of waiting queries', () => {
+  it('a client that hangs up does not cost a round of peer requests', async () => {
+    const clock = new ManualClock()
+    const { service, requests } = standIn(clock, true)
+    const first = await service.status({})
+    const before = requests.filter((request) => request.message['kind'] === 'raft-state').length
+    // 20 clients, one every 10 ms, each hanging up 5 ms after it asked: 200 ms, less than one sampling interval.
+    for (let i = 0; i < 20; i++) {
+      const hangUp = new AbortController()
+      const query = service.status({ index: first.index, waitMs: 60_000, signal: hangUp.signal })
+      await clock.advance(5)
+      hangUp.abort()
+      await query
+      await clock.advance(5)
+    }
+    const asked = requests.filter((request) => request.message['kind'] === 'raft-state').length - before
+    // The sampler alone would ask each of the 2 peers at most once here; a fresh sample (FRESH_MS) serves the rest.
+    expect(asked, 'raft-state requests for 20 hung-up clients in 200 ms').to.be.at.most(4)
   })
 })
