@@ -3,8 +3,10 @@
  * in with the management token: a policy created through the form, first with rules the agent refuses (its error
  * shown at the line and column it names, the cursor put there) and then with valid ones; a token created through the
  * form linking a policy, then found in the token list and on the policy's page; what a token may do (its effective
- * permissions, each with the policy and role that decided it); a token created through the API
- * showing up in the open list without a reload; and how long the token list takes to become usable.
+ * permissions, each with the policy and role that decided it), following the token when its links change elsewhere;
+ * nothing stale shown under an error (a namespace filter the agent refuses leaves no list, a token deleted elsewhere
+ * leaves no record and no Edit or Delete); a token created through the API showing up in the open list without a
+ * reload; and how long the token list takes to become usable.
  *
  * What the page shows is checked against what the agent holds (read back through the API), so a page that renders
  * without saving, or saves something else, fails. Timings are printed, not asserted: they depend on the machine.
@@ -133,6 +135,55 @@ describe('web UI: ACL pages', function () {
     // The page shows the agent's own account, not one of its making.
     const permissions = await ok(agent, 'GET', `/v1/acl/token/${token.AccessorID}/permissions`)
     expect(permissions.Resources.service.Rules.map((rule: { Segment?: string; Access: string }) => [rule.Segment, rule.Access])).to.deep.include(['web', 'write'])
+    expect(suite.uncaught(page)).to.deep.equal([])
+  })
+
+  it("updates what a token may do when its links change elsewhere, while its page is open", async () => {
+    const web = await ok(agent, 'PUT', '/v1/acl/policy', { Name: unique('browser-web-only'), Rules: 'service "web" { policy = "write" }' })
+    const keys = await ok(agent, 'PUT', '/v1/acl/policy', { Name: unique('browser-keys-only'), Rules: 'key_prefix "app/" { policy = "read" }' })
+    const description = unique('browser-relinked')
+    const token = await ok(agent, 'PUT', '/v1/acl/token', { Description: description, Policies: [{ ID: web.ID }] })
+    const page = await suite.page()
+    await signIn(page, agent)
+    await page.goto(uiUrl(agent, `tokens/${token.AccessorID}`))
+    const table = page.getByRole('table', { name: 'Permissions by resource' })
+    const rowOf = (resource: string, text: string) => table.getByRole('row').filter({ has: page.getByRole('rowheader', { name: resource, exact: true }) }).filter({ hasText: text })
+    await rowOf('service', '"web"').getByRole('link', { name: web.Name, exact: true }).waitFor()
+    await ok(agent, 'PUT', `/v1/acl/token/${token.AccessorID}`, { Description: description, Policies: [{ ID: keys.ID }] })
+    // The token's page is live: its fields follow, and what it may do with them, without a reload.
+    await rowOf('key', 'app/').getByRole('link', { name: keys.Name, exact: true }).waitFor()
+    expect(await rowOf('service', '"web"').count()).to.equal(0)
+    expect(suite.uncaught(page)).to.deep.equal([])
+  })
+
+  it('shows no list under the error when a namespace filter fails', async () => {
+    const self = await ok(agent, 'GET', '/v1/acl/token/self')
+    const page = await suite.page()
+    await signIn(page, agent)
+    await rowWith(page, self.AccessorID).waitFor()
+    // A namespace the agent refuses (400): the list it answers is not the one shown before.
+    await page.getByLabel('Namespace', { exact: true }).fill('not/a/namespace')
+    await page.getByRole('status').filter({ hasText: 'Could not list the tokens' }).waitFor()
+    expect(await page.getByRole('table').count(), 'the previous list is gone').to.equal(0)
+    await page.getByLabel('Namespace', { exact: true }).fill('')
+    await rowWith(page, self.AccessorID).waitFor()
+    expect(await page.getByRole('status').filter({ hasText: 'Could not list the tokens' }).count()).to.equal(0)
+    expect(suite.uncaught(page)).to.deep.equal([])
+  })
+
+  it("drops a token's record and its controls when the token is deleted elsewhere", async () => {
+    const token = await ok(agent, 'PUT', '/v1/acl/token', { Description: unique('browser-doomed') })
+    const page = await suite.page()
+    await signIn(page, agent)
+    await page.goto(uiUrl(agent, `tokens/${token.AccessorID}`))
+    await page.getByRole('heading', { level: 1, name: `Token ${token.Description}`, exact: true }).waitFor()
+    await page.getByRole('button', { name: 'Delete', exact: true }).waitFor()
+    expect(await page.getByRole('term').count(), 'the record is shown').to.be.greaterThan(0)
+    expect((await agent.request('DELETE', `/v1/acl/token/${token.AccessorID}`)).status).to.equal(200)
+    await page.getByRole('status').filter({ hasText: 'Could not read the token' }).waitFor()
+    expect(await page.getByRole('heading', { level: 1 }).innerText()).to.equal('Token')
+    for (const name of ['Edit', 'Clone', 'Delete']) expect(await page.getByRole('button', { name, exact: true }).or(page.getByRole('link', { name, exact: true })).count(), name).to.equal(0)
+    expect(await page.getByRole('term').count(), 'the record is gone').to.equal(0)
     expect(suite.uncaught(page)).to.deep.equal([])
   })
 

@@ -2,9 +2,11 @@
  * Data for a view. useLive keeps a list (or a record) current through the agent's blocking queries (?index=N&wait=…,
  * README "Blocking queries"): one request in flight per view, each waiting until the table's index passes the last
  * one seen, so a change made elsewhere shows without polling. Errors back off (1 s doubling to 30 s, with jitter);
- * an error that waiting will not fix (a 4xx other than 429) stops the loop until the user retries.
+ * an error that waiting will not fix (a 4xx other than 429) stops the loop until the user retries. What is shown
+ * always belongs to the view's current inputs: a new path, filter or datacenter shows nothing of the old one's
+ * answer, and an error that stops the loop (a record deleted, a read refused) clears the last answer too.
  */
-import { useEffect, useRef, useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
 import { ApiError, request, type Query } from './api.js'
 import { session, subscribe } from './session.js'
 
@@ -50,21 +52,19 @@ function stopsTheLoop(error: ApiError): boolean {
  * `path` with `query`, kept current by blocking queries while `live` (else asked once per change of its inputs).
  * A null path asks nothing (a view still waiting for what it needs to know).
  */
-export function useLive<T>(path: string | null, query: Query = {}, options: { live?: boolean; local?: boolean } = {}): Loaded<T> {
+export function useLive<T>(path: string | null, query: Query = {}, options: { live?: boolean; local?: boolean; version?: string | number } = {}): Loaded<T> {
   const live = options.live ?? true
   const local = options.local ?? false
   const { datacenter, token } = useSession()
-  const [state, setState] = useState<{ data: T | undefined; error: ApiError | undefined; loading: boolean; headers: Headers | undefined }>({ data: undefined, error: undefined, loading: true, headers: undefined })
+  // What the answer is about: another path, filter, datacenter or token is another answer, and what was shown for the
+  // old one must go at once (not a previous datacenter's list under this one's error). `version` (the record the
+  // view is about changed) and `generation` (reload) ask again but keep what is shown until the answer comes.
+  const scope = JSON.stringify([path, query, local ? undefined : datacenter, token])
+  const [state, setState] = useState<{ scope: string; data: T | undefined; error: ApiError | undefined; loading: boolean; headers: Headers | undefined }>({ scope, data: undefined, error: undefined, loading: true, headers: undefined })
   const [generation, setGeneration] = useState(0)
-  const key = JSON.stringify([path, query, local ? undefined : datacenter, token, live, generation])
-  const lastKey = useRef(key)
+  const key = JSON.stringify([scope, live, options.version, generation])
   useEffect(() => {
     if (path === null || token === undefined) return
-    // New inputs: what was shown belonged to the old ones (another datacenter, another filter).
-    if (lastKey.current !== key) {
-      lastKey.current = key
-      setState((previous) => ({ ...previous, loading: true }))
-    }
     const controller = new AbortController()
     const { signal } = controller
     void (async () => {
@@ -74,8 +74,9 @@ export function useLive<T>(path: string | null, query: Query = {}, options: { li
         try {
           const asked = Date.now()
           const answer = await request<T>('GET', path, { query: { ...query, ...(index > 0 ? { index, wait: WAIT } : {}) }, signal, local })
+          if (signal.aborted) return
           failures = 0
-          setState({ data: answer.body, error: undefined, loading: false, headers: answer.headers })
+          setState({ scope, data: answer.body, error: undefined, loading: false, headers: answer.headers })
           if (!live || answer.index === 0) return
           // The same index back at once means the endpoint did not wait (it cannot block): never spin on it.
           if (index > 0 && answer.index === index && Date.now() - asked < SPIN_MS) await sleep(SPIN_MS, signal)
@@ -84,8 +85,14 @@ export function useLive<T>(path: string | null, query: Query = {}, options: { li
         } catch (error) {
           if (signal.aborted) return
           const failure = error instanceof ApiError ? error : new ApiError(0, 'network', String(error))
-          setState((previous) => ({ ...previous, error: failure, loading: false }))
-          if (stopsTheLoop(failure) || !live) return
+          const stops = stopsTheLoop(failure)
+          // A passing failure (the network, no leader) leaves the last answer shown under the error; one that waiting
+          // will not fix (the record is gone, the token may no longer read it) or one for new inputs shows none.
+          setState((previous) => {
+            const kept = previous.scope === scope && !stops
+            return { scope, data: kept ? previous.data : undefined, error: failure, loading: false, headers: kept ? previous.headers : undefined }
+          })
+          if (stops || !live) return
           failures += 1
           const ceiling = Math.min(BACKOFF_MS_MAX, BACKOFF_MS_MIN * 2 ** (failures - 1))
           await sleep(ceiling / 2 + Math.random() * (ceiling / 2), signal)
@@ -94,6 +101,8 @@ export function useLive<T>(path: string | null, query: Query = {}, options: { li
     })()
     return () => controller.abort()
   }, [key])
-  return { ...state, reload: () => setGeneration((value) => value + 1) }
+  const reload = (): void => setGeneration((value) => value + 1)
+  // Until the new inputs' first answer, nothing of the old ones.
+  if (state.scope !== scope) return { data: undefined, error: undefined, loading: true, headers: undefined, reload }
+  return { data: state.data, error: state.error, loading: state.loading, headers: state.headers, reload }
 }
-

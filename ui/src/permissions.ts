@@ -1,8 +1,9 @@
 /**
  * What the signed-in token may do, so that controls it cannot use are disabled with the reason instead of failing
  * after a click. Asked of the agent with Consul's `POST /v1/internal/acl/authorize` (a list of resource/access pairs,
- * no permission needed), once per token, datacenter and set of checks. Until an answer comes, or when the agent
- * cannot say, controls stay enabled and the server's refusal is shown if it comes.
+ * no permission needed), once per token, datacenter and set of checks and then again when the answer is older than
+ * VERDICT_TTL_MS (policies change: a page opened later asks afresh). Until an answer comes, or when the agent cannot
+ * say, controls stay enabled and the server's refusal is shown if it comes.
  */
 import { useEffect, useState } from 'preact/hooks'
 import { ApiError, request } from './api.js'
@@ -25,7 +26,10 @@ export interface Verdict {
   reason: string
 }
 
-const cache = new Map<string, Promise<boolean[] | undefined>>()
+/** How long an answer is reused: past this, the next view that needs it asks the agent again. */
+const VERDICT_TTL_MS = 30_000
+
+const cache = new Map<string, { at: number; answer: Promise<boolean[] | undefined> }>()
 
 function label(check: Check): string {
   return `${check.Resource}:${check.Access}${check.Segment === undefined ? '' : ` on "${check.Segment}"`}`
@@ -33,18 +37,18 @@ function label(check: Check): string {
 
 function ask(checks: Check[], token: string, datacenter: string | undefined): Promise<boolean[] | undefined> {
   const key = JSON.stringify([token, datacenter, checks])
-  let answer = cache.get(key)
-  if (answer === undefined) {
-    answer = request<Authorization[]>('POST', '/v1/internal/acl/authorize', { body: checks })
-      .then(({ body }) => (Array.isArray(body) && body.length === checks.length ? body.map((item) => item.Allow === true) : undefined))
-      .catch((error: unknown) => {
-        // Unknown. An agent without the endpoint (404, 405) will not grow it: keep the answer, so it is asked once.
-        // Anything else (a network error, no leader) may pass: ask again next time.
-        if (!(error instanceof ApiError && (error.status === 404 || error.status === 405))) cache.delete(key)
-        return undefined
-      })
-    cache.set(key, answer)
-  }
+  const cached = cache.get(key)
+  if (cached !== undefined && Date.now() - cached.at < VERDICT_TTL_MS) return cached.answer
+  const answer = request<Authorization[]>('POST', '/v1/internal/acl/authorize', { body: checks })
+    .then(({ body }) => (Array.isArray(body) && body.length === checks.length ? body.map((item) => item.Allow === true) : undefined))
+    .catch((error: unknown) => {
+      // Unknown. An agent without the endpoint (404, 405) will not grow it: keep the answer, so it is asked once a TTL.
+      // Anything else (a network error, no leader) may pass: ask again next time.
+      if (!(error instanceof ApiError && (error.status === 404 || error.status === 405)) && cache.get(key)?.answer === answer) cache.delete(key)
+      return undefined
+    })
+  for (const [old, entry] of cache) if (Date.now() - entry.at >= VERDICT_TTL_MS) cache.delete(old)
+  cache.set(key, { at: Date.now(), answer })
   return answer
 }
 

@@ -121,8 +121,13 @@ function grants(list: string[]): string {
   return list.length === 0 ? 'nothing' : list.join(', ')
 }
 
-export function TokenPermissions({ accessorID }: { accessorID: string }): JSX.Element {
-  const permissions = useLive<Permissions>(path('/v1/acl/token', accessorID, 'permissions'), {}, { live: false })
+/**
+ * Asked once per version of the token: `modifyIndex` is the token's ModifyIndex as the live token page above holds it,
+ * so a change of its links made elsewhere asks again (the table shown until the new answer). A change to a policy
+ * or role it links does not move the token's index; those show on the next visit.
+ */
+export function TokenPermissions({ accessorID, modifyIndex }: { accessorID: string; modifyIndex: number }): JSX.Element {
+  const permissions = useLive<Permissions>(path('/v1/acl/token', accessorID, 'permissions'), {}, { live: false, version: modifyIndex })
   const data = permissions.data
   return (
     <section aria-labelledby="permissions-heading">

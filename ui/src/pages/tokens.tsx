@@ -96,7 +96,7 @@ export function TokenPage({ params }: PageProps): JSX.Element {
         <>
           {cloning ? <CloneForm source={data} onCancel={() => setCloning(false)} /> : null}
           <TokenFields token={data} />
-          <TokenPermissions accessorID={data.AccessorID} />
+          <TokenPermissions accessorID={data.AccessorID} modifyIndex={data.ModifyIndex} />
         </>
       )}
     </Page>
