@@ -7,7 +7,9 @@
  * the test with its rule, its help and the elements it names. Lesser ones are printed, not failed.
  *
  * The keyboard half: signing in and moving on without a mouse (the field has the focus, Enter submits, the page's
- * heading takes the focus, Tab reaches the page's first control).
+ * heading takes the focus, Tab reaches the page's first control), and a delete's confirmation: it takes the focus,
+ * is described by its question ("Delete X? This cannot be undone."), and Cancel gives the focus back to Delete.
+ * (Refused controls staying in the Tab order: read-only.test.ts.)
  */
 import { expect } from 'chai'
 import type { Page } from 'playwright-core'
@@ -119,6 +121,34 @@ describe('web UI: accessibility', function () {
     expect(await focusedElement(page)).to.deep.equal({ tag: 'A', text: 'New token' })
     await page.keyboard.press('Enter')
     await page.getByRole('heading', { level: 1, name: 'New token', exact: true }).waitFor()
+    expect(suite.uncaught(page)).to.deep.equal([])
+  })
+
+  it('announces what "Confirm delete" deletes, and Cancel gives the focus back to Delete', async () => {
+    const page = await suite.page()
+    await signIn(page, agent)
+    await page.goto(uiUrl(agent, `tokens/${tokenID}`))
+    const heading = page.getByRole('heading', { level: 1, name: /^Token / })
+    await heading.waitFor()
+    const name = (await heading.innerText()).replace(/^Token /, '')
+    const remove = page.getByRole('button', { name: 'Delete', exact: true })
+    await remove.focus()
+    await page.keyboard.press('Enter')
+    // The confirmation takes the focus, and its group is described by the question, read out with it.
+    const group = page.getByRole('group', { name: 'Confirm delete' })
+    await group.waitFor()
+    expect(await focusedElement(page)).to.deep.equal({ tag: 'BUTTON', text: 'Confirm delete' })
+    const ids = ((await group.getAttribute('aria-describedby')) ?? '').split(/\s+/).filter((id) => id !== '')
+    expect(ids.length, 'the group has an aria-describedby').to.be.greaterThan(0)
+    const described = await Promise.all(ids.map((id) => page.locator(`[id="${id}"]`).innerText()))
+    expect(described.join(' ')).to.equal(`Delete token ${name}? This cannot be undone.`)
+    // Cancel with the keyboard: the focus goes back to Delete, not to the page's body.
+    await page.keyboard.press('Tab')
+    expect(await focusedElement(page)).to.deep.equal({ tag: 'BUTTON', text: 'Cancel' })
+    await page.keyboard.press('Enter')
+    await group.waitFor({ state: 'detached' })
+    expect(await focusedElement(page)).to.deep.equal({ tag: 'BUTTON', text: 'Delete' })
+    expect((await ok(agent, 'GET', `/v1/acl/token/${tokenID}`)).AccessorID, 'nothing was deleted').to.equal(tokenID)
     expect(suite.uncaught(page)).to.deep.equal([])
   })
 })

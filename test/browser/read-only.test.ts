@@ -2,10 +2,12 @@
  * A read-only token in the web UI (issue 21: "Controls the caller's token cannot use are disabled with the reason,
  * not errors after clicking"), in a real browser against a real dev agent. The token may read ACLs and services
  * (acl = "read", service_prefix "" read) and write nothing. Before anything is clicked, every control that would
- * write is a disabled button whose accessible description gives the reason (the UI asks the agent with
+ * write is a button marked aria-disabled whose accessible description gives the reason (the UI asks the agent with
  * POST /v1/internal/acl/authorize), its SecretIDs are hidden with the reason, and the pages still show what the token
- * may read. The management token, on the same pages, gets the same controls enabled, so the test tells a refusal
- * from a page that disables everything.
+ * may read. The refused buttons stay in the Tab order (a native `disabled` would drop them, and the reason with
+ * them, for keyboard and screen-reader users), and clicking them, Enter or Space, does nothing. The management
+ * token, on the same pages, gets the same controls with the verdict "allowed" (not merely enabled, which they also
+ * are before any verdict), so the test tells a refusal from a page that disables everything.
  */
 import { expect } from 'chai'
 import type { Locator, Page } from 'playwright-core'
@@ -22,15 +24,38 @@ async function descriptionOf(page: Page, control: Locator): Promise<string> {
   return texts.join(' ')
 }
 
-/** Waits until the control is disabled (the verdict comes after the page), then answers its description. */
+/** What the page shows of a control: its aria-disabled, its native disabled, and whether it holds the focus. */
+async function stateOf(control: Locator): Promise<{ ariaDisabled: string | null; disabled: boolean; focused: boolean }> {
+  return control.evaluate((element) => {
+    const button = element as unknown as { disabled?: boolean; getAttribute(name: string): string | null }
+    const focused = (globalThis as unknown as { document: { activeElement: unknown } }).document.activeElement === element
+    return { ariaDisabled: button.getAttribute('aria-disabled'), disabled: button.disabled === true, focused }
+  })
+}
+
+/**
+ * Waits until the control is refused (the verdict comes after the page): aria-disabled, not natively disabled, so it
+ * can take the focus, with the reason as its description.
+ */
 async function expectRefused(page: Page, control: Locator, reason: RegExp): Promise<void> {
-  await control.waitFor()
-  const deadline = Date.now() + 10_000
-  while (!(await control.isDisabled())) {
-    if (Date.now() > deadline) throw new Error(`${control} is still enabled after 10 s`)
-    await page.waitForTimeout(50)
-  }
+  await control.and(page.locator('[data-verdict="refused"]')).waitFor({ timeout: 10_000 })
+  await control.focus()
+  expect(await stateOf(control)).to.deep.equal({ ariaDisabled: 'true', disabled: false, focused: true })
   expect(await descriptionOf(page, control)).to.match(reason)
+}
+
+/** Clicks the refused control, then Enter and Space on it, and has `unchanged` check after each that nothing happened. */
+async function expectInert(page: Page, control: Locator, unchanged: () => Promise<unknown>): Promise<void> {
+  // force: playwright itself will not click what is aria-disabled; a user's mouse will.
+  await control.click({ force: true })
+  await page.waitForTimeout(200)
+  await unchanged()
+  for (const key of ['Enter', 'Space']) {
+    await control.focus()
+    await control.press(key)
+    await page.waitForTimeout(200)
+    await unchanged()
+  }
 }
 
 describe('web UI: a read-only token', function () {
@@ -55,17 +80,27 @@ describe('web UI: a read-only token', function () {
     await agent?.stop()
   })
 
-  it('sees every ACL write control disabled with the reason, and SecretIDs hidden, but the records listed', async () => {
+  it('sees every ACL write control refused with the reason, and SecretIDs hidden, but the records listed', async () => {
     const page = await suite.page()
     await signIn(page, agent, readOnly.SecretID)
-    // Tokens: listed (acl:read), but no "New token" link: a disabled button saying why.
+    // Tokens: listed (acl:read), but no "New token" link: a refused button saying why.
     await page.getByRole('row').filter({ hasText: other.AccessorID }).waitFor()
-    await expectRefused(page, page.getByRole('button', { name: 'New token', exact: true }), /lacks acl:write/)
+    const newToken = page.getByRole('button', { name: 'New token', exact: true })
+    await expectRefused(page, newToken, /lacks acl:write/)
     expect(await page.getByRole('link', { name: 'New token', exact: true }).count()).to.equal(0)
+    await expectInert(page, newToken, async () => expect(page.url()).to.equal(uiUrl(agent, 'tokens')))
+    // In the Tab order: from the page's heading, Tab reaches it (a disabled button would be skipped).
+    await page.getByRole('heading', { level: 1, name: 'Tokens', exact: true }).focus()
+    await page.keyboard.press('Tab')
+    expect((await stateOf(newToken)).focused, 'Tab from the heading reaches the refused "New token"').to.equal(true)
 
     await page.goto(uiUrl(agent, `tokens/${other.AccessorID}`))
     await page.getByRole('heading', { level: 1, name: `Token ${other.Description}`, exact: true }).waitFor()
     for (const name of ['Edit', 'Clone', 'Delete']) await expectRefused(page, page.getByRole('button', { name, exact: true }), /lacks acl:write/)
+    const tokenUrl = uiUrl(agent, `tokens/${other.AccessorID}`)
+    await expectInert(page, page.getByRole('button', { name: 'Edit', exact: true }), async () => expect(page.url()).to.equal(tokenUrl))
+    await expectInert(page, page.getByRole('button', { name: 'Clone', exact: true }), async () => expect(await page.getByRole('form', { name: 'Clone token' }).count()).to.equal(0))
+    await expectInert(page, page.getByRole('button', { name: 'Delete', exact: true }), async () => expect(await page.getByRole('button', { name: 'Confirm delete', exact: true }).count()).to.equal(0))
     await page.getByText('hidden: reading a SecretID needs acl:write').waitFor()
     expect(await page.getByRole('button', { name: 'Show SecretID', exact: true }).count()).to.equal(0)
 
@@ -78,38 +113,64 @@ describe('web UI: a read-only token', function () {
     expect(suite.uncaught(page)).to.deep.equal([])
   })
 
-  it('sees a config entry it may read but not write with Save and Delete disabled, naming the permission', async () => {
+  it('sees a config entry it may read but not write with Save and Delete refused, naming the permission', async () => {
     const page = await suite.page()
     await signIn(page, agent, readOnly.SecretID)
+    // Every write the page sends: a refused Save or Delete must send none.
+    const writes: string[] = []
+    page.on('request', (request) => {
+      if (request.method() !== 'GET' && new URL(request.url()).pathname.startsWith('/v1/config')) writes.push(`${request.method()} ${request.url()}`)
+    })
     await page.goto(uiUrl(agent, `config/service-defaults/${entryName}`))
     const editor = page.getByLabel('Entry (JSON)', { exact: true })
     await editor.waitFor()
     expect(JSON.parse(await editor.inputValue())).to.deep.include({ Name: entryName, Protocol: 'http' })
-    await expectRefused(page, page.getByRole('button', { name: 'Save', exact: true }), new RegExp(`lacks service:write on "${entryName}"`))
-    await expectRefused(page, page.getByRole('button', { name: 'Delete', exact: true }), new RegExp(`lacks service:write on "${entryName}"`))
+    const save = page.getByRole('button', { name: 'Save', exact: true })
+    const remove = page.getByRole('button', { name: 'Delete', exact: true })
+    await expectRefused(page, save, new RegExp(`lacks service:write on "${entryName}"`))
+    await expectRefused(page, remove, new RegExp(`lacks service:write on "${entryName}"`))
+    await expectInert(page, save, async () => expect(writes).to.deep.equal([]))
+    await expectInert(page, remove, async () => expect(await page.getByRole('button', { name: 'Confirm delete', exact: true }).count()).to.equal(0))
     expect(suite.uncaught(page)).to.deep.equal([])
   })
 
-  it('leaves the same controls enabled for the management token', async () => {
+  it('sends nothing when Enter in a form field meets a refused Save', async () => {
     const page = await suite.page()
-    // The verdicts come after the page: look once the agent has answered the page's question (a full navigation
-    // starts the UI afresh, so it asks again). `about` tells this page's question from one the last page left in flight.
-    const authorized = (about: string): Promise<unknown> =>
-      page.waitForResponse((response) => new URL(response.url()).pathname === '/v1/internal/acl/authorize' && response.status() === 200 && (response.request().postData() ?? '').includes(about))
-    let answered = authorized('"acl"')
+    await signIn(page, agent, readOnly.SecretID)
+    const writes: string[] = []
+    page.on('request', (request) => {
+      if (request.method() !== 'GET' && new URL(request.url()).pathname.startsWith('/v1/acl/token')) writes.push(`${request.method()} ${request.url()}`)
+    })
+    await page.goto(uiUrl(agent, `tokens/${other.AccessorID}/edit`))
+    const description = page.getByLabel('Description', { exact: true })
+    await description.waitFor()
+    await expectRefused(page, page.getByRole('button', { name: 'Save', exact: true }), /lacks acl:write/)
+    // Enter in a text field is the browser's implicit submission: a click on the form's default button, Save.
+    await description.fill(`${other.Description} renamed`)
+    await description.press('Enter')
+    await page.waitForTimeout(300)
+    expect(writes).to.deep.equal([])
+    expect(page.url()).to.equal(uiUrl(agent, `tokens/${other.AccessorID}/edit`))
+    expect(suite.uncaught(page)).to.deep.equal([])
+  })
+
+  it('gives the management token the same controls, with the verdict "allowed"', async () => {
+    const page = await suite.page()
+    // Enabled alone proves nothing: every control is enabled before its verdict comes. Wait for the verdict itself.
+    const allowed = async (control: Locator, name: string): Promise<void> => {
+      await control.and(page.locator('[data-verdict="allowed"]')).waitFor({ timeout: 10_000 })
+      expect(await control.getAttribute('aria-disabled'), name).to.equal(null)
+      expect(await control.isEnabled(), name).to.equal(true)
+    }
     await signIn(page, agent)
-    await answered
-    answered = authorized('"acl"')
+    await allowed(page.getByRole('link', { name: 'New token', exact: true }), 'New token')
     await page.goto(uiUrl(agent, `tokens/${other.AccessorID}`))
     await page.getByRole('heading', { level: 1, name: `Token ${other.Description}`, exact: true }).waitFor()
-    await answered
-    expect(await page.getByRole('link', { name: 'Edit', exact: true }).count()).to.equal(1)
-    for (const name of ['Clone', 'Delete', 'Show SecretID']) expect(await page.getByRole('button', { name, exact: true }).isEnabled(), name).to.equal(true)
-    answered = authorized(entryName)
+    await allowed(page.getByRole('link', { name: 'Edit', exact: true }), 'Edit')
+    for (const name of ['Clone', 'Delete']) await allowed(page.getByRole('button', { name, exact: true }), name)
+    expect(await page.getByRole('button', { name: 'Show SecretID', exact: true }).isEnabled()).to.equal(true)
     await page.goto(uiUrl(agent, `config/service-defaults/${entryName}`))
     await page.getByLabel('Entry (JSON)', { exact: true }).waitFor()
-    await answered
-    expect(await page.getByRole('button', { name: 'Save', exact: true }).isEnabled()).to.equal(true)
-    expect(await page.getByRole('button', { name: 'Delete', exact: true }).isEnabled()).to.equal(true)
+    for (const name of ['Save', 'Delete']) await allowed(page.getByRole('button', { name, exact: true }), name)
   })
 })

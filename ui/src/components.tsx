@@ -3,7 +3,7 @@
  * test finds it with getByLabel or getByRole), buttons are <button>s, and no state is told by colour alone.
  */
 import type { ComponentChildren, JSX, RefObject } from 'preact'
-import { useEffect, useId, useRef, useState } from 'preact/hooks'
+import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import { ApiError, errorText } from './api.js'
 import type { Verdict } from './permissions.js'
 import { Link } from './router.js'
@@ -225,9 +225,17 @@ export function CheckboxGroup({ legend, options, selected, onChange, empty }: { 
   )
 }
 
+/** The verdict as a data attribute, so a test (or a stylesheet) can tell "allowed" from "not asked yet". */
+function verdictState(verdict: Verdict | undefined): 'allowed' | 'refused' | 'unknown' | undefined {
+  if (verdict === undefined) return undefined
+  return verdict.allowed === undefined ? 'unknown' : verdict.allowed ? 'allowed' : 'refused'
+}
+
 /**
- * A button the token may not be allowed to use: disabled, with the reason next to it and tied to it, when the agent
- * says the token lacks the permission.
+ * A button the token may not be allowed to use: when the agent says the token lacks the permission, it is marked
+ * aria-disabled with the reason next to it and tied to it (aria-describedby). Not the native `disabled`: that drops
+ * the button from the Tab order, and with it the reason, for keyboard and screen-reader users. A click on it (Enter,
+ * Space, or a form's implicit submission, which all arrive as clicks) does nothing.
  */
 export function GuardedButton({
   verdict,
@@ -236,6 +244,7 @@ export function GuardedButton({
   type = 'button',
   busy,
   kind,
+  buttonRef,
 }: {
   verdict?: Verdict | undefined
   children: ComponentChildren
@@ -243,12 +252,25 @@ export function GuardedButton({
   type?: 'button' | 'submit'
   busy?: boolean
   kind?: 'danger' | 'primary'
+  buttonRef?: RefObject<HTMLButtonElement | null>
 }): JSX.Element {
   const id = useId()
   const refused = verdict?.allowed === false
   return (
     <span class="guarded">
-      <button type={type} class={kind} disabled={refused || busy === true} aria-describedby={refused ? `${id}-reason` : undefined} onClick={onClick}>
+      <button
+        type={type}
+        class={kind}
+        ref={buttonRef}
+        disabled={busy === true}
+        aria-disabled={refused ? 'true' : undefined}
+        aria-describedby={refused ? `${id}-reason` : undefined}
+        data-verdict={verdictState(verdict)}
+        onClick={(event) => {
+          if (refused) event.preventDefault()
+          else onClick?.()
+        }}
+      >
         {children}
       </button>
       {refused ? (
@@ -260,23 +282,11 @@ export function GuardedButton({
   )
 }
 
-/** A link styled as a button (it navigates), disabled with the reason when the token may not use what it leads to. */
+/** A link styled as a button (it navigates); when the token may not use what it leads to, a refused GuardedButton. */
 export function GuardedLink({ verdict, href, children }: { verdict?: Verdict | undefined; href: string; children: ComponentChildren }): JSX.Element {
-  const id = useId()
-  if (verdict?.allowed === false) {
-    return (
-      <span class="guarded">
-        <button type="button" disabled aria-describedby={`${id}-reason`}>
-          {children}
-        </button>
-        <span class="reason" id={`${id}-reason`}>
-          {verdict.reason}
-        </span>
-      </span>
-    )
-  }
+  if (verdict?.allowed === false) return <GuardedButton verdict={verdict}>{children}</GuardedButton>
   return (
-    <Link href={href} class="button">
+    <Link href={href} class="button" data-verdict={verdictState(verdict)}>
       {children}
     </Link>
   )
@@ -284,19 +294,28 @@ export function GuardedLink({ verdict, href, children }: { verdict?: Verdict | u
 
 /**
  * Delete, then a confirmation that names what goes ("Confirm delete" or "Cancel"), so one stray click deletes
- * nothing. The confirmation takes the focus when it opens.
+ * nothing. The confirmation takes the focus when it opens, its group described by the question so that a screen
+ * reader reads what is deleted; Cancel gives the focus back to Delete.
  */
 export function ConfirmDelete({ what, verdict, onConfirm }: { what: string; verdict?: Verdict | undefined; onConfirm: () => Promise<void> }): JSX.Element {
+  const id = useId()
   const [asking, setAsking] = useState(false)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>(undefined)
   const confirm = useRef<HTMLButtonElement>(null)
-  useEffect(() => {
-    if (asking) confirm.current?.focus()
+  const remove = useRef<HTMLButtonElement>(null)
+  // Whether the confirmation has been open: its closing returns the focus, the first render does not take it.
+  const opened = useRef(false)
+  // In the same task as the change (not after paint), so the focus never rests on the unmounted button's <body>.
+  useLayoutEffect(() => {
+    if (asking) {
+      opened.current = true
+      confirm.current?.focus()
+    } else if (opened.current) remove.current?.focus()
   }, [asking])
   if (!asking) {
     return (
-      <GuardedButton verdict={verdict} kind="danger" onClick={() => setAsking(true)}>
+      <GuardedButton verdict={verdict} kind="danger" buttonRef={remove} onClick={() => setAsking(true)}>
         Delete
       </GuardedButton>
     )
@@ -312,8 +331,8 @@ export function ConfirmDelete({ what, verdict, onConfirm }: { what: string; verd
     }
   }
   return (
-    <div class="confirm" role="group" aria-label="Confirm delete">
-      <p>Delete {what}? This cannot be undone.</p>
+    <div class="confirm" role="group" aria-label="Confirm delete" aria-describedby={`${id}-question`}>
+      <p id={`${id}-question`}>Delete {what}? This cannot be undone.</p>
       <button type="button" class="danger" ref={confirm} disabled={busy} onClick={() => void run()}>
         Confirm delete
       </button>{' '}

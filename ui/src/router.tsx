@@ -78,6 +78,7 @@ interface LinkProps {
   class?: string
   'aria-current'?: 'page' | undefined
   'aria-label'?: string
+  'data-verdict'?: string | undefined
 }
 
 /** A real link (it can be opened in a new tab, copied, read by a screen reader) that navigates without a reload. */
