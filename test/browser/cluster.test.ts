@@ -3,7 +3,7 @@
  * (test/support/cluster.ts: three `warden agent` processes on loopback, one Raft group). The page is opened on a node
  * that is not the leader, so that killing the leader (SIGKILL) leaves the page's own agent up: the page must name
  * the leader the nodes agree on, list the three servers, and after the kill name the new leader, in a later term,
- * without a reload.
+ * without a reload (the page holds a blocking query open on its agent, woken by the change; it does not poll).
  * How long that took after the kill is printed, not asserted: it is mostly the election timeout.
  */
 import { expect } from 'chai'
@@ -11,7 +11,11 @@ import type { Page } from 'playwright-core'
 import { TestCluster } from '../support/cluster.js'
 import { signIn, uiUrl, useBrowser } from '../support/browser.js'
 
-/** How long the new leader may take to appear: an election, then the page's next round (every 2 s, backing off on errors). */
+/**
+ * How long the new leader may take to appear: an election, then the answer to the page's blocking query on
+ * /v1/operator/cluster, which wakes when the leader or a term changes (or, if it failed meanwhile, its retry: backing
+ * off from 1 s, doubling, to 30 s at most).
+ */
 const NEW_LEADER_TIMEOUT_MS = 40_000
 
 /** The "Leader: …" line of the Cluster page. */
