@@ -5,30 +5,8 @@
  *
  *   npx tsx scripts/bench/profile-top.ts FILE.cpuprofile [...] [--top N] [--filter TEXT]
  */
-import { readFileSync } from 'node:fs'
-import { relative, resolve } from 'node:path'
+import { frameName, profileTree, readProfile, sampledWeights } from './cpuprofile.js'
 
-interface CallFrame {
-  functionName: string
-  url: string
-  lineNumber: number
-}
-
-interface ProfileNode {
-  id: number
-  callFrame: CallFrame
-  children?: number[]
-}
-
-interface CpuProfile {
-  nodes: ProfileNode[]
-  samples: number[]
-  timeDeltas: number[]
-  startTime: number
-  endTime: number
-}
-
-const REPO_ROOT = resolve(import.meta.dirname, '..', '..')
 const args = process.argv.slice(2)
 let top = 25
 let filter: string | undefined
@@ -44,19 +22,10 @@ if (files.length === 0) {
   process.exit(2)
 }
 
-function frameName(frame: CallFrame): string {
-  const url = frame.url.replace(/^file:\/\//, '')
-  const where = url === '' ? '' : ` ${url.startsWith(REPO_ROOT) ? relative(REPO_ROOT, url) : url.replace(/^.*node_modules\//, 'node_modules/')}:${frame.lineNumber + 1}`
-  return `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${where}`
-}
-
 for (const file of files) {
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
-  const parent = new Map<number, number>()
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
-  const selfUs = new Map<number, number>()
-  profile.samples.forEach((id, position) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[position] ?? 0)))
+  const profile = readProfile(file)
+  const { byId, parent } = profileTree(profile)
+  const selfUs = sampledWeights(profile)
   const totalUs = profile.endTime - profile.startTime
   const self = new Map<string, number>()
   const inclusive = new Map<string, number>()

@@ -1,0 +1,219 @@
+/**
+ * A write's CPU, measured for a stage budget (issue 22): token creates at 64 connections to the leader (or a
+ * follower) of a three-node cluster started the bench's way (WardenCluster: data dirs on disk, fsync on, direct peer
+ * links), with V8's CPU profiler running in every agent over the load window only (cpu-profile-window.mjs, started and
+ * stopped by SIGUSR2), and each thread's CPU from /proc/<pid>/task/*\/stat over the same window, by thread name (the
+ * main thread, libuv's pool, V8's helpers, LevelDB's compaction thread). Writes into OUT:
+ *   CPU.<pid>.cpuprofile   one per node (none with --no-profile)
+ *   meta.json              per node: name, role, pid, profile file, CPU seconds of the main thread and of the others
+ *                          (by thread name); the load's writes acknowledged (2xx), rate, p50, p99, seconds
+ * and, per node and LevelDB database (each directory with a LOG), the bytes its background work wrote during the
+ * load (memtable flushes and compactions, from LevelDB's LOG): what says how compaction, which runs on a thread of
+ * its own, divides between the Raft log and the state.
+ * Then `npx tsx scripts/bench/stage-budget.ts OUT` prints the budget per stage in µs per write.
+ *
+ *   npx tsx scripts/bench/stage-profile.ts OUT [--seconds S (10)] [--target leader|follower] [--no-profile]
+ *     [--interval-us N (500)] [--warmup S (3)] [--perf]
+ * With --perf, `perf record -g` samples the three agents over the same window (OUT/perf.data), for what their
+ * other threads do (a V8 profile sees only the main thread): `perf report -i OUT/perf.data --sort tid,dso`.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, relative, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { runCannon } from './cannon.js'
+import { jsonHeaders } from './context.js'
+import { WardenCluster } from './warden.js'
+import { benchPolicy } from './workload-writes.js'
+
+const TICKS_PER_S = 100
+const HOOK = pathToFileURL(join(import.meta.dirname, 'cpu-profile-window.mjs')).href
+
+/** Bytes written by memtable flushes and compactions between two times, from a LevelDB LOG file's lines. */
+function leveldbBackgroundBytes(logFile: string, fromMs: number, toMs: number): { flushBytes: number; compactedBytes: number } {
+  let flushBytes = 0
+  let compactedBytes = 0
+  let text = ''
+  try {
+    text = readFileSync(logFile, 'utf8')
+  } catch {
+    return { flushBytes, compactedBytes }
+  }
+  for (const line of text.split('\n')) {
+    const when = /^(\d{4})\/(\d\d)\/(\d\d)-(\d\d):(\d\d):(\d\d)\.(\d{6})/.exec(line)
+    if (when === null) continue
+    const [, y, mo, d, h, mi, sec, micros] = when.map(Number) as number[]
+    // LevelDB writes local time; Date's local constructor reads it back the same way.
+    const ms = new Date(y ?? 0, (mo ?? 1) - 1, d, h, mi, sec, Math.floor((micros ?? 0) / 1000)).getTime()
+    if (ms < fromMs || ms > toMs) continue
+    const flushed = /Level-0 table #\d+: (\d+) bytes OK/.exec(line)
+    if (flushed !== null) flushBytes += Number(flushed[1])
+    const compacted = /Compacted .* => (\d+) bytes/.exec(line)
+    if (compacted !== null) compactedBytes += Number(compacted[1])
+  }
+  return { flushBytes, compactedBytes }
+}
+
+/** Directories under `root` that hold a LevelDB LOG file. */
+function leveldbDirs(root: string): string[] {
+  const found: string[] = []
+  const walk = (directory: string): void => {
+    let entries: import('node:fs').Dirent[] = []
+    try {
+      entries = readdirSync(directory, { withFileTypes: true })
+    } catch {
+      return
+    }
+    if (entries.some((entry) => entry.isFile() && entry.name === 'LOG')) found.push(directory)
+    for (const entry of entries) if (entry.isDirectory()) walk(join(directory, entry.name))
+  }
+  walk(root)
+  return found
+}
+
+interface ThreadTicks {
+  name: string
+  ticks: number
+}
+
+/** Each thread of `pid`: its name (/proc comm) and CPU ticks so far, by thread ID. */
+function threadTicks(pid: number): Map<number, ThreadTicks> {
+  const result = new Map<number, ThreadTicks>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      result.set(Number(tid), { name, ticks: Number(fields[11]) + Number(fields[12]) })
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return result
+}
+
+const args = process.argv.slice(2)
+let out: string | undefined
+let seconds = 10
+let target: 'leader' | 'follower' = 'leader'
+let profile = true
+let intervalUs = 500
+let perf = false
+let warmupS = 3
+for (let n = 0; n < args.length; n++) {
+  const arg = args[n]
+  if (arg === '--seconds') seconds = Number(args[++n])
+  else if (arg === '--target') target = args[++n] === 'follower' ? 'follower' : 'leader'
+  else if (arg === '--no-profile') profile = false
+  else if (arg === '--interval-us') intervalUs = Number(args[++n])
+  else if (arg === '--perf') perf = true
+  else if (arg === '--warmup') warmupS = Number(args[++n])
+  else out = arg
+}
+if (out === undefined || !(seconds > 0)) {
+  process.stderr.write('usage: stage-profile.ts OUT [--seconds S] [--target leader|follower] [--no-profile] [--interval-us N]\n')
+  process.exit(2)
+}
+const outDir = resolve(out)
+mkdirSync(outDir, { recursive: true })
+
+// NODE_OPTIONS reaches the agents LocalCluster spawns while it is set (cannon.ts drops it for autocannon).
+const previousOptions = process.env.NODE_OPTIONS
+if (profile) {
+  process.env.NODE_OPTIONS = `${previousOptions ?? ''} --import ${HOOK}`.trim()
+  process.env.WARDEN_STAGE_PROFILE_DIR = outDir
+  process.env.WARDEN_STAGE_PROFILE_INTERVAL_US = String(intervalUs)
+}
+const warden = await WardenCluster.start('stage-profile', 3)
+if (previousOptions === undefined) delete process.env.NODE_OPTIONS
+else process.env.NODE_OPTIONS = previousOptions
+const workDir = mkdtempSync(join(tmpdir(), 'warden-stage-profile-'))
+try {
+  const policyId = await benchPolicy(warden)
+  const request = { method: 'PUT', path: '/v1/acl/token', headers: jsonHeaders(warden.token), body: JSON.stringify({ Description: 'bench token', Policies: [{ ID: policyId }] }) }
+  const node = target === 'leader' ? warden.leader : (warden.followers[0] ?? warden.leader)
+  // Warm-up, as thread-cpu.ts: the JIT and LevelDB's first memtables.
+  await runCannon({ origin: warden.origin(node), connections: 16, durationS: warmupS, requests: [request], workDir }, [])
+  const names = warden.nodes()
+  const signalAll = (): void => {
+    if (profile) for (const name of names) process.kill(warden.pid(name), 'SIGUSR2')
+  }
+  let perfChild: ChildProcess | undefined
+  if (perf) {
+    perfChild = spawn('perf', ['record', '-F', '499', '-g', '-o', join(outDir, 'perf.data'), '-p', names.map((name) => warden.pid(name)).join(',')], { stdio: 'ignore' })
+    await new Promise((resolve) => setTimeout(resolve, 500))
+  }
+  const before = new Map(names.map((name) => [name, threadTicks(warden.pid(name))]))
+  const windowStartMs = Date.now()
+  signalAll()
+  const { result, usage } = await runCannon({ origin: warden.origin(node), connections: 64, durationS: seconds, requests: [request], workDir }, warden.watched())
+  // Read before the profiler stops: its sampling thread (v8:ProfEvntProc) ends with it, and is reported apart.
+  const after = new Map(names.map((name) => [name, threadTicks(warden.pid(name))]))
+  const windowEndMs = Date.now()
+  signalAll()
+  if (perfChild !== undefined) {
+    const exited = new Promise((resolve) => perfChild?.once('exit', resolve))
+    perfChild.kill('SIGINT')
+    await exited
+  }
+  const nodes = names.map((name) => {
+    const pid = warden.pid(name)
+    const dataDir = warden.cluster.state().nodes[name]?.dataDir ?? ''
+    let mainTicks = 0
+    const otherTicks: Record<string, number> = {}
+    for (const [tid, thread] of after.get(name) ?? []) {
+      const spent = thread.ticks - (before.get(name)?.get(tid)?.ticks ?? 0)
+      if (tid === pid) mainTicks += spent
+      else otherTicks[thread.name] = (otherTicks[thread.name] ?? 0) + spent
+    }
+    return {
+      name,
+      role: name === warden.leader ? 'leader' : 'follower',
+      loaded: name === node,
+      pid,
+      profile: profile ? `CPU.${pid}.cpuprofile` : undefined,
+      mainCpuS: mainTicks / TICKS_PER_S,
+      otherCpuS: Object.fromEntries(Object.entries(otherTicks).map(([threadName, ticks]) => [threadName, ticks / TICKS_PER_S])),
+      leveldb: Object.fromEntries(
+        leveldbDirs(dataDir).map((directory) => [relative(dataDir, directory), leveldbBackgroundBytes(join(directory, 'LOG'), windowStartMs, windowEndMs + 2_000)]),
+      ),
+    }
+  })
+  const load = usage.find((entry) => entry.label === 'autocannon')
+  const meta = {
+    when: new Date().toISOString(),
+    loadavg: readFileSync('/proc/loadavg', 'utf8').trim(),
+    target,
+    connections: 64,
+    seconds: result.durationS,
+    warmupS,
+    writes: result.ok,
+    rps: result.rps,
+    p50Ms: result.p50Ms,
+    p99Ms: result.p99Ms,
+    errors: result.errors,
+    loadCpuPercent: load?.cpuPercent,
+    profiled: profile,
+    intervalUs: profile ? intervalUs : undefined,
+    nodes,
+  }
+  writeFileSync(join(outDir, 'meta.json'), `${JSON.stringify(meta, null, 2)}\n`)
+  if (profile) {
+    // The agents write their profiles as they handle the second signal.
+    const deadline = Date.now() + 10_000
+    while (!nodes.every((entry) => existsSync(join(outDir, entry.profile ?? ''))) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  process.stdout.write(`token create → ${target}, 64 conn, ${result.durationS} s: ${result.ok} writes, ${result.rps}/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, errors ${result.errors}; load ${meta.loadavg}\n`)
+  for (const entry of nodes) {
+    const other = Object.values(entry.otherCpuS).reduce((sum, value) => sum + value, 0)
+    const perWrite = (cpuS: number): number => Math.round((cpuS / Math.max(1, result.ok)) * 1e6)
+    process.stdout.write(`${entry.name} (${entry.role}${entry.loaded ? ', loaded' : ''}): main ${perWrite(entry.mainCpuS)} µs/write, other threads ${perWrite(other)} µs/write (${Object.entries(entry.otherCpuS).map(([threadName, cpuS]) => `${threadName} ${perWrite(cpuS)}`).join(', ')})\n`)
+    const perWriteBytes = (bytes: number): number => Math.round(bytes / Math.max(1, result.ok))
+    process.stdout.write(`  LevelDB background writes per write: ${Object.entries(entry.leveldb).map(([db, bytes]) => `${db} flushed ${perWriteBytes(bytes.flushBytes)} B, compacted ${perWriteBytes(bytes.compactedBytes)} B`).join('; ')}\n`)
+  }
+  process.stdout.write(`written: ${outDir}\n`)
+} finally {
+  await warden.stop()
+  rmSync(workDir, { recursive: true, force: true })
+}
