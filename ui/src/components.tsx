@@ -4,9 +4,9 @@
  */
 import type { ComponentChildren, JSX, RefObject } from 'preact'
 import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks'
-import { ApiError, errorText } from './api.js'
+import { ApiError, errorText, request } from './api.js'
 import type { Verdict } from './permissions.js'
-import { Link } from './router.js'
+import { Link, navigate } from './router.js'
 
 /** A page: its heading takes the focus when it appears, so a screen reader announces where a navigation went. */
 export function Page({ title, children, actions }: { title: string; children?: ComponentChildren; actions?: ComponentChildren }): JSX.Element {
@@ -444,4 +444,27 @@ export function useNamespaceFilter(): { field: JSX.Element; query: { ns?: string
     query: settled === '' ? {} : { ns: settled },
     all: settled === '*',
   }
+}
+
+/**
+ * A record page's actions: Edit (a link to `edit`), anything between (`children`: a token's Clone), and Delete with its
+ * confirmation, which sends DELETE `remove` and goes back to `list`; all refused alike by `verdict`.
+ */
+export function RecordActions({ verdict, edit, what, remove, list, children }: { verdict?: Verdict | undefined; edit: string; what: string; remove: string; list: string; children?: ComponentChildren }): JSX.Element {
+  return (
+    <>
+      <GuardedLink verdict={verdict} href={edit}>
+        Edit
+      </GuardedLink>
+      {children}
+      <ConfirmDelete
+        what={what}
+        verdict={verdict}
+        onConfirm={async () => {
+          await request('DELETE', remove)
+          navigate(list)
+        }}
+      />
+    </>
+  )
 }

@@ -5,7 +5,7 @@
 import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { ApiError, request } from '../api.js'
-import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Select, Table, TextArea, TextField, useNamespaceFilter } from '../components.js'
+import { ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Select, Table, TextArea, TextField, useNamespaceFilter, RecordActions } from '../components.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
 import { Link, navigate, path } from '../router.js'
@@ -57,19 +57,7 @@ export function AuthMethodPage({ params }: PageProps): JSX.Element {
       title={`Auth method ${name}`}
       actions={
         data === undefined ? undefined : (
-          <>
-            <GuardedLink verdict={canWrite} href={path('/auth-methods', name, 'edit')}>
-              Edit
-            </GuardedLink>
-            <ConfirmDelete
-              what={`auth method ${name} (and its binding rules, and the tokens it created)`}
-              verdict={canWrite}
-              onConfirm={async () => {
-                await request('DELETE', path('/v1/acl/auth-method', name))
-                navigate('/auth-methods')
-              }}
-            />
-          </>
+          <RecordActions verdict={canWrite} edit={path('/auth-methods', name, 'edit')} what={`auth method ${name} (and its binding rules, and the tokens it created)`} remove={path('/v1/acl/auth-method', name)} list="/auth-methods" />
         )
       }
     >

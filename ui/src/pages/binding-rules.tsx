@@ -5,7 +5,7 @@
 import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { request } from '../api.js'
-import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Select, Table, TextArea, TextField, useNamespaceFilter } from '../components.js'
+import { ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Select, Table, TextArea, TextField, useNamespaceFilter, RecordActions } from '../components.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
 import { currentSearch, Link, navigate, path } from '../router.js'
@@ -69,19 +69,7 @@ export function BindingRulePage({ params }: PageProps): JSX.Element {
       title={data === undefined ? 'Binding rule' : `Binding rule ${ruleName(data)}`}
       actions={
         data === undefined ? undefined : (
-          <>
-            <GuardedLink verdict={canWrite} href={path('/binding-rules', id, 'edit')}>
-              Edit
-            </GuardedLink>
-            <ConfirmDelete
-              what={`binding rule ${ruleName(data)}`}
-              verdict={canWrite}
-              onConfirm={async () => {
-                await request('DELETE', path('/v1/acl/binding-rule', id))
-                navigate('/binding-rules')
-              }}
-            />
-          </>
+          <RecordActions verdict={canWrite} edit={path('/binding-rules', id, 'edit')} what={`binding rule ${ruleName(data)}`} remove={path('/v1/acl/binding-rule', id)} list="/binding-rules" />
         )
       }
     >

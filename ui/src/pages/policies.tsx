@@ -6,7 +6,7 @@
 import type { JSX } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { ApiError, request } from '../api.js'
-import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Table, TextArea, TextField, useNamespaceFilter } from '../components.js'
+import { ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Table, TextArea, TextField, useNamespaceFilter, RecordActions } from '../components.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
 import { Link, navigate, path } from '../router.js'
@@ -61,19 +61,7 @@ export function PolicyPage({ params }: PageProps): JSX.Element {
       title={data === undefined ? 'Policy' : `Policy ${data.Name}`}
       actions={
         data === undefined ? undefined : (
-          <>
-            <GuardedLink verdict={canWrite} href={path('/policies', id, 'edit')}>
-              Edit
-            </GuardedLink>
-            <ConfirmDelete
-              what={`policy ${data.Name}`}
-              verdict={canWrite}
-              onConfirm={async () => {
-                await request('DELETE', path('/v1/acl/policy', id))
-                navigate('/policies')
-              }}
-            />
-          </>
+          <RecordActions verdict={canWrite} edit={path('/policies', id, 'edit')} what={`policy ${data.Name}`} remove={path('/v1/acl/policy', id)} list="/policies" />
         )
       }
     >

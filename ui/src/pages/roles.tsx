@@ -5,7 +5,7 @@
 import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { request } from '../api.js'
-import { ConfirmDelete, ErrorMessage, Fields, GuardedButton, GuardedLink, LinkList, Loading, Page, Table, TextField, useNamespaceFilter } from '../components.js'
+import { ErrorMessage, Fields, GuardedButton, GuardedLink, LinkList, Loading, Page, Table, TextField, useNamespaceFilter, RecordActions } from '../components.js'
 import { describeServiceIdentity, describeTemplatedPolicy, nodeIdentitiesText, parseNodeIdentities, parseServiceIdentities, parseTemplatedPolicies, serviceIdentitiesText, templatedPoliciesText } from '../identities.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
@@ -65,19 +65,7 @@ export function RolePage({ params }: PageProps): JSX.Element {
       title={data === undefined ? 'Role' : `Role ${data.Name}`}
       actions={
         data === undefined ? undefined : (
-          <>
-            <GuardedLink verdict={canWrite} href={path('/roles', id, 'edit')}>
-              Edit
-            </GuardedLink>
-            <ConfirmDelete
-              what={`role ${data.Name}`}
-              verdict={canWrite}
-              onConfirm={async () => {
-                await request('DELETE', path('/v1/acl/role', id))
-                navigate('/roles')
-              }}
-            />
-          </>
+          <RecordActions verdict={canWrite} edit={path('/roles', id, 'edit')} what={`role ${data.Name}`} remove={path('/v1/acl/role', id)} list="/roles" />
         )
       }
     >

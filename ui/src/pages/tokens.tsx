@@ -5,7 +5,7 @@
 import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { request } from '../api.js'
-import { ConfirmDelete, ErrorMessage, Fields, formatTime, GuardedButton, GuardedLink, LinkList, Loading, Notice, Page, Table, TextField, Checkbox, useNamespaceFilter } from '../components.js'
+import { ErrorMessage, Fields, formatTime, GuardedButton, GuardedLink, LinkList, Loading, Notice, Page, Table, TextField, Checkbox, useNamespaceFilter, RecordActions } from '../components.js'
 import { describeServiceIdentity, describeTemplatedPolicy, nodeIdentitiesText, parseNodeIdentities, parseServiceIdentities, parseTemplatedPolicies, serviceIdentitiesText, templatedPoliciesText } from '../identities.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
@@ -72,22 +72,11 @@ export function TokenPage({ params }: PageProps): JSX.Element {
       title={data === undefined ? 'Token' : `Token ${tokenName(data)}`}
       actions={
         data === undefined ? undefined : (
-          <>
-            <GuardedLink verdict={canWrite} href={path('/tokens', id, 'edit')}>
-              Edit
-            </GuardedLink>
+          <RecordActions verdict={canWrite} edit={path('/tokens', id, 'edit')} what={`token ${tokenName(data)}`} remove={path('/v1/acl/token', id)} list="/tokens">
             <GuardedButton verdict={canWrite} onClick={() => setCloning(true)}>
               Clone
             </GuardedButton>
-            <ConfirmDelete
-              what={`token ${tokenName(data)}`}
-              verdict={canWrite}
-              onConfirm={async () => {
-                await request('DELETE', path('/v1/acl/token', id))
-                navigate('/tokens')
-              }}
-            />
-          </>
+          </RecordActions>
         )
       }
     >
