@@ -227,10 +227,12 @@ export interface RestoreStep {
   ops: BatchOp[]
   /** Build the restored state and switch to it (a commit whose check passed). */
   install: boolean
+  /** The restore open after the step (what `ops` write under RESTORE_KEY, or delete). */
+  open: RestoreProgress | undefined
 }
 
 export function planRestore(open: RestoreProgress | undefined, command: RestoreCommand, index: number): RestoreStep {
-  const refuse = (result: ApplyResult): RestoreStep => ({ result, clearStaged: false, ops: [], install: false })
+  const refuse = (result: ApplyResult): RestoreStep => ({ result, clearStaged: false, ops: [], install: false, open })
   const notThis = (): RestoreStep =>
     refuse(
       open === undefined
@@ -241,7 +243,7 @@ export function planRestore(open: RestoreProgress | undefined, command: RestoreC
     case 'restore.begin': {
       if (open !== undefined) return refuse(applyError('conflict', `a snapshot restore is in progress already (${open.id}); wait for it to end`))
       const progress: RestoreProgress = { id: command.id, beginIndex: index, chunks: command.chunks, records: command.records, nextSeq: 0, staged: 0, digest: '', lastKey: '' }
-      return { result: { ok: true, value: { index } }, clearStaged: true, ops: [put(RESTORE_KEY, encode(progress))], install: false }
+      return { result: { ok: true, value: { index } }, clearStaged: true, ops: [put(RESTORE_KEY, encode(progress))], install: false, open: progress }
     }
     case 'restore.chunk': {
       if (open === undefined || open.id !== command.id) return notThis()
@@ -260,7 +262,7 @@ export function planRestore(open: RestoreProgress | undefined, command: RestoreC
       const lastKey = command.pairs.at(-1)?.[0] ?? open.lastKey
       const progress: RestoreProgress = { ...open, nextSeq: open.nextSeq + 1, staged: open.staged + records, digest: nextDigest(open.digest, command.pairs), lastKey }
       ops.push(put(RESTORE_KEY, encode(progress)))
-      return { result: { ok: true }, clearStaged: false, ops, install: false }
+      return { result: { ok: true }, clearStaged: false, ops, install: false, open: progress }
     }
     case 'restore.commit': {
       if (open === undefined || open.id !== command.id) return notThis()
@@ -274,15 +276,15 @@ export function planRestore(open: RestoreProgress | undefined, command: RestoreC
               : undefined
       if (problem !== undefined) {
         // Abandoned here and now, so that writes are not refused for a restore that can no longer complete.
-        return { result: applyError('invalid_input', `restore ${open.id} did not arrive whole (${problem}); nothing was restored`), clearStaged: true, ops: [del(RESTORE_KEY)], install: false }
+        return { result: applyError('invalid_input', `restore ${open.id} did not arrive whole (${problem}); nothing was restored`), clearStaged: true, ops: [del(RESTORE_KEY)], install: false, open: undefined }
       }
       // Every table's index becomes the commit's (the restore's index, as the caller is answered); every record's
       // ModifyIndex the begin's, at which the records were staged (nothing else was written in between).
-      return { result: { ok: true, value: { index } }, clearStaged: false, ops: [], install: true }
+      return { result: { ok: true, value: { index } }, clearStaged: false, ops: [], install: true, open: undefined }
     }
     case 'restore.abort': {
       if (open === undefined || open.id !== command.id) return notThis()
-      return { result: { ok: true }, clearStaged: true, ops: [del(RESTORE_KEY)], install: false }
+      return { result: { ok: true }, clearStaged: true, ops: [del(RESTORE_KEY)], install: false, open: undefined }
     }
   }
 }

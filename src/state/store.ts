@@ -255,10 +255,7 @@ export class StateStore {
     }
     await this.currentDb.batch([...step.ops, { type: 'put', key: APPLIED_KEY, value: encode(index) }])
     this.appliedIndex = index
-    if (step.result.ok || step.clearStaged) {
-      const restore = await this.currentDb.get(RESTORE_KEY)
-      this.openRestore = restore === undefined ? undefined : decode<RestoreProgress>(restore)
-    }
+    this.openRestore = step.open
     return step.result
   }
 

@@ -83,19 +83,9 @@ async function stage(node: Node, id: string, pairs: Array<[string, Uint8Array]>,
   return { chunks, digest }
 }
 
+/** A token as the state stores it, for archives built by hand. */
 const tokenRecord = (accessor: string, secret: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
-  AccessorID: accessor,
-  SecretID: secret,
-  Description: '',
-  Policies: [],
-  Roles: [],
-  TemplatedPolicies: [],
-  ServiceIdentities: [],
-  NodeIdentities: [],
-  Local: false,
-  AuthMethod: '',
-  CreateTime: NOW,
-  Namespace: 'default',
+  ...buildTokenCreate({ AccessorID: accessor, SecretID: secret, CreateTime: NOW }),
   Hash: 'h',
   CreateIndex: 1,
   ModifyIndex: 1,
