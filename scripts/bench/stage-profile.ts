@@ -12,7 +12,7 @@
  * its own, divides between the Raft log and the state.
  * Then `npx tsx scripts/bench/stage-budget.ts OUT` prints the budget per stage in µs per write.
  *
- *   npx tsx scripts/bench/stage-profile.ts OUT [--seconds S (10)] [--target leader|follower] [--no-profile]
+ *   npx tsx scripts/bench/stage-profile.ts OUT [--seconds S (10)] [--target leader|follower] [--connections N (64)] [--no-profile]
  *     [--interval-us N (500)] [--warmup S (3)] [--perf]
  * With --perf, `perf record -g` samples the three agents over the same window (OUT/perf.data), for what their
  * other threads do (a V8 profile sees only the main thread): `perf report -i OUT/perf.data --sort tid,dso`.
@@ -101,6 +101,7 @@ let profile = true
 let intervalUs = 500
 let perf = false
 let warmupS = 3
+let connections = 64
 for (let n = 0; n < args.length; n++) {
   const arg = args[n]
   if (arg === '--seconds') seconds = Number(args[++n])
@@ -109,6 +110,7 @@ for (let n = 0; n < args.length; n++) {
   else if (arg === '--interval-us') intervalUs = Number(args[++n])
   else if (arg === '--perf') perf = true
   else if (arg === '--warmup') warmupS = Number(args[++n])
+  else if (arg === '--connections') connections = Number(args[++n])
   else out = arg
 }
 if (out === undefined || !(seconds > 0)) {
@@ -147,7 +149,7 @@ try {
   const before = new Map(names.map((name) => [name, threadTicks(warden.pid(name))]))
   const windowStartMs = Date.now()
   signalAll()
-  const { result, usage } = await runCannon({ origin: warden.origin(node), connections: 64, durationS: seconds, requests: [request], workDir }, warden.watched())
+  const { result, usage } = await runCannon({ origin: warden.origin(node), connections, durationS: seconds, requests: [request], workDir }, warden.watched())
   // Read before the profiler stops: its sampling thread (v8:ProfEvntProc) ends with it, and is reported apart.
   const after = new Map(names.map((name) => [name, threadTicks(warden.pid(name))]))
   const windowEndMs = Date.now()
@@ -185,7 +187,7 @@ try {
     when: new Date().toISOString(),
     loadavg: readFileSync('/proc/loadavg', 'utf8').trim(),
     target,
-    connections: 64,
+    connections,
     seconds: result.durationS,
     warmupS,
     writes: result.ok,
@@ -204,7 +206,7 @@ try {
     const deadline = Date.now() + 10_000
     while (!nodes.every((entry) => existsSync(join(outDir, entry.profile ?? ''))) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  process.stdout.write(`token create → ${target}, 64 conn, ${result.durationS} s: ${result.ok} writes, ${result.rps}/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, errors ${result.errors}; load ${meta.loadavg}\n`)
+  process.stdout.write(`token create → ${target}, ${connections} conn, ${result.durationS} s: ${result.ok} writes, ${result.rps}/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, errors ${result.errors}; load ${meta.loadavg}\n`)
   for (const entry of nodes) {
     const other = Object.values(entry.otherCpuS).reduce((sum, value) => sum + value, 0)
     const perWrite = (cpuS: number): number => Math.round((cpuS / Math.max(1, result.ok)) * 1e6)

@@ -145,6 +145,8 @@ export class RaftReplica {
   private failed = false
   private leaderId: string | null = null
   private role: string = 'follower'
+  /** The term this node's Raft storage holds durably (see handleReady: what a leader may send before it persists). */
+  private durableTerm: number
   /** When this node last heard from its leader, on the environment's monotonic clock. */
   private lastLeaderContactAt = 0
   private readonly writes: EntryWaiters<ApplyResult | undefined>
@@ -197,6 +199,7 @@ export class RaftReplica {
       options.storage,
       new SeededRng(environment.randomSeed()),
     )
+    this.durableTerm = this.core.status({ progress: false }).term
     this.transfer = new SnapshotTransfer({
       state: options.state,
       links: options.links,
@@ -320,7 +323,19 @@ export class RaftReplica {
   private async handleReady(ready: Ready): Promise<void> {
     if (ready.softState !== undefined) this.onSoftState(ready.softState.role, ready.softState.leader)
     const timings = this.options.timings
-    // 1. Persist before anything leaves (Thesis §3.8).
+    // 0. A leader's AppendEntries and heartbeats leave before its own write, which then overlaps the followers' (Thesis
+    // §10.2.1; etcd's raft node sends a leader's messages before saving too). Safe because the core counts the leader's
+    // own log towards commit only up to what advance() reported persisted, so an entry commits only once a majority
+    // holds it durably, whether or not the leader is in that majority. Only messages of a term already durable here
+    // go early, and only a leading run of them, so each peer still receives this Ready's messages in order.
+    let sentEarly = 0
+    if (this.role === 'leader') {
+      while (sentEarly < ready.messages.length && mayLeaveBeforePersist(ready.messages[sentEarly]!, this.durableTerm)) {
+        this.send(ready.messages[sentEarly]!)
+        sentEarly += 1
+      }
+    }
+    // 1. Persist before anything else leaves (Thesis §3.8).
     if (ready.entries.length > 0 || ready.hardState !== undefined || ready.snapshot !== undefined) {
       const persistStartedAt = timings === undefined ? 0 : this.environment.now()
       await this.storage.persist(
@@ -333,12 +348,13 @@ export class RaftReplica {
       )
       if (timings !== undefined) timings.append.observe((this.environment.now() - persistStartedAt) / 1000)
       this.appendedBytes += entryBytes(ready.entries)
+      if (ready.hardState !== undefined) this.durableTerm = ready.hardState.term
     }
     // 1a. A snapshot from the leader: staged while it streamed; the log now depends on it, so switch to it
     // (finishStateSwitch completes this at start if a crash interrupts it).
     if (ready.snapshot !== undefined) await this.install(ready.snapshot)
     // 2. Send. Loss is fine: Raft retries.
-    for (const message of ready.messages) this.send(message)
+    for (let n = sentEarly; n < ready.messages.length; n++) this.send(ready.messages[n]!)
     // 3. Apply, in order; then wake what waited for this node to catch up (once per Ready, not per entry).
     const applyStartedAt = timings === undefined || ready.committedEntries.length === 0 ? 0 : this.environment.now()
     await this.state.applyEntries(ready.committedEntries, (entry, command, result) => this.afterApply(entry, command, result))
@@ -759,4 +775,9 @@ export class RaftReplica {
     await this.loopDone
     await this.transfer.stop()
   }
+}
+
+/** Whether a leader may send `message` before the Ready that holds it is persisted (see handleReady). */
+function mayLeaveBeforePersist(message: Message, durableTerm: number): boolean {
+  return (message.type === 'appendEntries' || message.type === 'heartbeat') && message.term <= durableTerm
 }
