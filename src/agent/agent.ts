@@ -10,7 +10,7 @@ import type { AddressInfo, Server as TcpServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Logger } from 'pino'
-import { newUuid, formatTime } from '../lib/ids.js'
+import { newOrderedUuid, newUuid, formatTime } from '../lib/ids.js'
 export { UnknownCommandError } from '../state/store.js'
 import { bareToken, COMMAND_VERSION, type TokenCreate } from '../state/commands.js'
 import { getRecord, policySpec, tokenBySecret } from '../state/tables.js'
@@ -72,7 +72,7 @@ function loadTls(config: AgentConfig, warnings: ConfigWarning[]): TlsMaterial | 
 }
 
 function managementTokenRecord(secret: string, description: string, nowMs: number): TokenCreate {
-  return bareToken({ AccessorID: newUuid(), SecretID: secret, Description: description, CreateTime: formatTime(nowMs) })
+  return bareToken({ AccessorID: newOrderedUuid(nowMs), SecretID: secret, Description: description, CreateTime: formatTime(nowMs) })
 }
 
 async function prepareDataDir(config: AgentConfig): Promise<{ dataDir: string; temporary: boolean }> {

@@ -19,7 +19,7 @@
  */
 import Router from '@koa/router'
 import { AclNotFoundError, InvalidInputError, PermissionDeniedError, WardenError } from '../../lib/errors.js'
-import { formatTime, newUuid } from '../../lib/ids.js'
+import { formatTime, newOrderedUuid, newUuid } from '../../lib/ids.js'
 import { loginDescription, planLogin, verifyBearerToken } from '../../acl/auth/login.js'
 import type { Identity } from '../../acl/auth/identity.js'
 import { oidcAuthUrl, oidcIdentity, openCallbackState } from '../../acl/auth/oidc-flow.js'
@@ -145,7 +145,7 @@ async function issueLoginToken(ctx: ApiContext, method: AclAuthMethod, identity:
   // The clock is read after verification, which may have waited on the network: the token's lifetime starts now.
   const nowMs = now()
   const token: TokenCreate = {
-    AccessorID: newUuid(),
+    AccessorID: newOrderedUuid(nowMs),
     SecretID: newUuid(),
     Description: loginDescription(meta),
     Policies: [],

@@ -1,6 +1,6 @@
 /** Templated policies (read, preview, list) and the one-time ACL bootstrap. */
 import Router from '@koa/router'
-import { formatTime, isUuid, newUuid } from '../../lib/ids.js'
+import { formatTime, isUuid, newOrderedUuid, newUuid } from '../../lib/ids.js'
 import { InvalidInputError, NotFoundError, WardenError } from '../../lib/errors.js'
 import {
   BUILTIN_TEMPLATED_POLICIES,
@@ -84,7 +84,7 @@ async function bootstrap(ctx: ApiContext): Promise<void> {
   const token = await propose(ctx, {
     type: 'acl.bootstrap',
     token: bareToken({
-      AccessorID: newUuid(),
+      AccessorID: newOrderedUuid(ctx.state.app.now()),
       SecretID: body.BootstrapSecret ? body.BootstrapSecret.toLowerCase() : newUuid(),
       Description: 'Bootstrap Token (Global Management)',
       CreateTime: formatTime(ctx.state.app.now()),

@@ -6,7 +6,7 @@
 import Router from '@koa/router'
 import { AclNotFoundError, InvalidInputError, NotFoundError } from '../../lib/errors.js'
 import { formatDuration, parseDuration } from '../../lib/duration.js'
-import { formatTime, isUuid, newUuid, parseTime } from '../../lib/ids.js'
+import { formatTime, isUuid, newOrderedUuid, newUuid, parseTime } from '../../lib/ids.js'
 import { isExpired } from '../../acl/resolver.js'
 import { effectivePermissions } from '../../acl/effective-permissions.js'
 import { collectTokenRules } from '../../acl/token-authorizer.js'
@@ -117,7 +117,7 @@ async function createToken(ctx: ApiContext): Promise<void> {
   const local = body.Local ?? false
   const expiration = expirationOf(ctx, body, nowMs)
   const token: TokenCreate = {
-    AccessorID: body.AccessorID ? body.AccessorID.toLowerCase() : newUuid(),
+    AccessorID: body.AccessorID ? body.AccessorID.toLowerCase() : newOrderedUuid(nowMs),
     SecretID: body.SecretID ? body.SecretID.toLowerCase() : newUuid(),
     Description: body.Description ?? '',
     ...linkedFields(body, local),
@@ -173,7 +173,7 @@ async function cloneToken(ctx: ApiContext): Promise<void> {
   const result = await propose(ctx, {
     type: 'acl.token.clone',
     sourceAccessorID: accessorID,
-    token: { AccessorID: newUuid(), SecretID: newUuid(), Description: body.Description ?? '', CreateTime: formatTime(ctx.state.app.now()), Namespace: source.Namespace },
+    token: { AccessorID: newOrderedUuid(ctx.state.app.now()), SecretID: newUuid(), Description: body.Description ?? '', CreateTime: formatTime(ctx.state.app.now()), Namespace: source.Namespace },
   })
   await respondToken(ctx, result as AclToken)
 }

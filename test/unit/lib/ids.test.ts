@@ -1,6 +1,6 @@
-/** parseTime (src/lib/ids.ts): RFC 3339 as Go's time.Parse reads it, every field within its range. */
+/** src/lib/ids.ts: parseTime reads RFC 3339 as Go's time.Parse does, every field within its range; newOrderedUuid makes time-ordered UUIDs. */
 import { expect } from 'chai'
-import { parseTime } from '../../../src/lib/ids.js'
+import { parseTime, isUuid, newOrderedUuid } from '../../../src/lib/ids.js'
 
 describe('parseTime', () => {
   it('reads RFC 3339 timestamps with a zone or an offset, and fractions of a second', () => {
@@ -14,4 +14,28 @@ describe('parseTime', () => {
       expect(parseTime(text)).to.equal(undefined)
     })
   }
+})
+
+describe('newOrderedUuid', () => {
+  it('is a version 7 UUID whose first 48 bits are the milliseconds given', () => {
+    const ms = Date.UTC(2026, 10, 26, 10, 30, 0, 123)
+    const id = newOrderedUuid(ms)
+    expect(isUuid(id)).to.equal(true)
+    expect(id[14], 'version nibble').to.equal('7')
+    expect(['8', '9', 'a', 'b'], 'RFC 9562 variant').to.include(id[19])
+    expect(parseInt(id.slice(0, 8) + id.slice(9, 13), 16)).to.equal(ms)
+  })
+
+  it('sorts identifiers made in later milliseconds after earlier ones, as LevelDB orders their keys', () => {
+    const start = Date.UTC(2026, 0, 1)
+    const ids = Array.from({ length: 200 }, (_, n) => newOrderedUuid(start + n * 7))
+    const sorted = [...ids].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+    expect(sorted).to.deep.equal(ids)
+  })
+
+  it('differs in its random bits within one millisecond', () => {
+    const ms = Date.now()
+    const ids = new Set(Array.from({ length: 1000 }, () => newOrderedUuid(ms)))
+    expect(ids.size).to.equal(1000)
+  })
 })
