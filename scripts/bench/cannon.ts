@@ -50,6 +50,21 @@ export interface CannonOptions {
    * (it connects with rejectUnauthorized off); the CA is given anyway.
    */
   tls?: CannonTls
+  /**
+   * Percentiles to the microsecond as well (CannonResult.latencyUs): autocannon's own are whole milliseconds (its
+   * histogram holds integers), too coarse for a write that takes under a millisecond on one connection.
+   */
+  latencyUs?: boolean
+  /** CPU seconds of these processes over the load itself, read by the load generator (CannonResult.cpuS). */
+  cpuPids?: number[]
+}
+
+/** Latency percentiles of the 2xx answers, in µs. */
+export interface LatencyUs {
+  p50: number
+  p90: number
+  p99: number
+  max: number
 }
 
 export interface CannonResult {
@@ -66,6 +81,10 @@ export interface CannonResult {
   completed: number
   statusCodes: Record<string, number>
   durationS: number
+  /** With CannonOptions.latencyUs. */
+  latencyUs?: LatencyUs
+  /** With CannonOptions.cpuPids: each one's CPU seconds from the first request to the last answer, keyed by pid. */
+  cpuS?: Record<string, number>
 }
 
 interface AutocannonJson {
@@ -77,6 +96,9 @@ interface AutocannonJson {
   '2xx': number
   statusCodeStats?: Record<string, { count: number }>
   duration: number
+  /** Added by cannon-rotating.ts when asked for. */
+  latencyUs?: LatencyUs
+  cpuS?: Record<string, number>
 }
 
 let harCounter = 0
@@ -84,7 +106,10 @@ let harCounter = 0
 export async function runCannon(options: CannonOptions, watched: Watched[]): Promise<{ result: CannonResult; usage: ProcessUsage[] }> {
   const [only] = options.requests
   if (only === undefined) throw new Error('runCannon: no requests')
-  if (options.rotateTokens !== undefined || options.rotatePaths !== undefined) return runRotating(options, only, watched)
+  if (options.rotateTokens !== undefined || options.rotatePaths !== undefined || options.latencyUs === true || options.cpuPids !== undefined) {
+    if (options.requests.length > 1 || options.maxRequests !== undefined) throw new Error('runCannon: many requests or maxRequests cannot go with rotation, latencyUs or cpuPids')
+    return runProgrammatic(options, only, watched)
+  }
   const args = ['--json', '-c', String(options.connections), '-d', String(options.durationS), '-t', String(options.timeoutS ?? 20)]
   if (options.maxRequests !== undefined) args.push('-O', String(options.maxRequests))
   // Paths only: autocannon reads the files itself, and no key goes on a command line.
@@ -114,7 +139,8 @@ export async function runCannon(options: CannonOptions, watched: Watched[]): Pro
   return { result: parseResult(output), usage: monitor.stop() }
 }
 
-async function runRotating(options: CannonOptions, request: CannonRequest, watched: Watched[]): Promise<{ result: CannonResult; usage: ProcessUsage[] }> {
+/** One request (rotated, timed to the µs, with CPU read around it, as asked) through cannon-rotating.ts. */
+async function runProgrammatic(options: CannonOptions, request: CannonRequest, watched: Watched[]): Promise<{ result: CannonResult; usage: ProcessUsage[] }> {
   const specPath = join(options.workDir, `rotating-${process.pid}-${++harCounter}.json`)
   const spec = {
     url: options.origin,
@@ -124,9 +150,12 @@ async function runRotating(options: CannonOptions, request: CannonRequest, watch
     method: request.method,
     path: request.path,
     headers: request.headers,
+    ...(request.body === undefined ? {} : { body: request.body }),
     ...(options.rotateTokens === undefined ? {} : { tokens: options.rotateTokens }),
     ...(options.rotatePaths === undefined ? {} : { paths: options.rotatePaths }),
     ...(options.tls === undefined ? {} : { tls: options.tls }),
+    ...(options.latencyUs === true ? { latencyUs: true } : {}),
+    ...(options.cpuPids === undefined ? {} : { cpuPids: options.cpuPids }),
   }
   await writeFile(specPath, JSON.stringify(spec))
   const monitor = new UsageMonitor([...watched]).start()
@@ -160,6 +189,8 @@ function parseResult(output: string): CannonResult {
     completed: Object.values(statusCodes).reduce((sum, count) => sum + count, 0),
     statusCodes,
     durationS: json.duration,
+    ...(json.latencyUs === undefined ? {} : { latencyUs: json.latencyUs }),
+    ...(json.cpuS === undefined ? {} : { cpuS: json.cpuS }),
   }
 }
 

@@ -3,11 +3,13 @@
  * dirs on disk, default settings, fsync on) through cluster/lib.ts, loads them with autocannon run as its own process
  * (and small drivers of its own where autocannon cannot express the load), prints a table, and writes
  * scripts/bench/results/<date>.json and .svg; a full run (no --quick, no --only) also writes latest.json and
- * latest.svg, the two files that are committed. `--compare etcd` runs the same loads against a three-member etcd.
+ * latest.svg, the two files that are committed. `--compare etcd` runs the same loads against a three-member etcd;
+ * its write comparison (issue 22) alternates warden's loads and etcd's round by round (workload-writes-vs-etcd.ts).
  *
  * Phases run one system at a time, so that an idle cluster never takes CPU from the one being measured (except the
- * links workload, whose four clusters run side by side so that its cases can be interleaved; it reports what the idle
- * ones took); every process started is stopped at the end, on failure and on Ctrl-C (children.ts).
+ * links workload, whose four clusters run side by side so that its cases can be interleaved, and the write
+ * comparison with etcd, whose two clusters run side by side so that their loads can alternate; both report what the
+ * idle ones took); every process started is stopped at the end, on failure and on Ctrl-C (children.ts).
  *
  * The replication workload (--only replication, never in the default run) starts a federation of two datacenters of
  * three nodes each (workload-replication.ts).
@@ -37,7 +39,8 @@ import { wardenUi } from './workload-ui.js'
 import { etcdRanges, koaBaseline, wardenReads } from './workload-reads.js'
 import { PRIMARY, SECONDARY, wardenReplication } from './workload-replication.js'
 import { wardenScale } from './workload-scale.js'
-import { countFsyncs, etcdPuts, singleNodeWrites, tokenRecordBytes, wardenWrites } from './workload-writes.js'
+import { countFsyncs, singleNodeWrites, tokenRecordBytes, wardenWrites } from './workload-writes.js'
+import { writesVsEtcd } from './workload-writes-vs-etcd.js'
 
 const REPO_ROOT = resolve(import.meta.dirname, '..', '..')
 const RESULTS_DIR = join(import.meta.dirname, 'results')
@@ -102,7 +105,8 @@ function estimateSteps(options: Options, plan: Plan): number {
   if (selected(options, 'ui')) steps += 2
   if (options.scale !== undefined) steps += 6
   if (selected(options, 'replication')) steps += 8
-  if (options.compareEtcd) steps += 1 + plan.writeConnections.length * 2 + 5 + plan.failoverRounds + 1
+  if (options.compareEtcd && selected(options, 'writes')) steps += 2 + 2 + plan.compareRounds * 6
+  if (options.compareEtcd && (selected(options, 'reads') || selected(options, 'failover'))) steps += 1 + 5 + plan.failoverRounds
   return steps + 4 // cluster starts
 }
 
@@ -222,13 +226,27 @@ async function runPhases(ctx: BenchContext): Promise<void> {
       ctx.progress.note('etcd is not installed: skipping the comparison (Debian: apt-get install etcd-server)')
       return
     }
+    if (selected(options, 'writes')) await compareWrites(ctx, etcdBinary.path)
+    if (!selected(options, 'reads') && !selected(options, 'failover')) return
     ctx.progress.step('starting etcd ×3')
     const etcd = await EtcdCluster.start(etcdBinary.path, 3)
-    if (selected(options, 'writes')) await guard(ctx, 'etcd puts', () => etcdPuts(ctx, etcd))
     if (selected(options, 'reads')) await guard(ctx, 'etcd ranges', () => etcdRanges(ctx, etcd))
     if (selected(options, 'failover')) await guard(ctx, 'etcd failover', () => failoverRounds(ctx, etcdFailoverTarget(etcd, ctx.valueBytes), ctx.plan.failoverRounds))
     await etcd.stop()
   }
+}
+
+/**
+ * Issue 22's write comparison on clusters of its own, started empty side by side and kept through every round
+ * (workload-writes-vs-etcd.ts says why), so that neither carries what other workloads wrote.
+ */
+async function compareWrites(ctx: BenchContext, etcdBinary: string): Promise<void> {
+  const warden = await startWarden(ctx, 'warden ×3 (vs etcd)', 3)
+  ctx.progress.step('starting etcd ×3')
+  const etcd = await EtcdCluster.start(etcdBinary, 3)
+  await guard(ctx, 'writes vs etcd', () => writesVsEtcd(ctx, warden, etcd))
+  await etcd.stop()
+  await warden.stop()
 }
 
 /** Rows grouped by workload in the order the workloads are listed, warden before etcd within each. */

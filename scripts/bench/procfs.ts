@@ -32,6 +32,12 @@ export function readProc(pid: number): ProcSample | undefined {
   }
 }
 
+/** `pid`'s CPU time so far (user + system) in seconds, or undefined when it is gone. */
+export function cpuSeconds(pid: number): number | undefined {
+  const sample = readProc(pid)
+  return sample === undefined ? undefined : sample.cpuTicks / TICKS_PER_SECOND
+}
+
 export function rssMb(pid: number): number {
   return Math.round((readProc(pid)?.rssBytes ?? 0) / 1024 / 102.4) / 10
 }

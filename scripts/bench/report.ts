@@ -4,7 +4,23 @@
  * throughput and p99, so no plotting dependency is needed).
  */
 import type { ProcessUsage } from './procfs.js'
-import { KOA_SAME_CLIENT, type LagFigures, type LatencyWindow, type LinksSummary, type Ratio, type ReplicationSummary, type Results, type Row, type ScaleSnapshot, type Target, type UiSummary } from './results.js'
+import {
+  KOA_SAME_CLIENT,
+  type LagFigures,
+  type LatencyWindow,
+  type LinksSummary,
+  type Ratio,
+  type ReplicationSummary,
+  type Results,
+  type Row,
+  type ScaleSnapshot,
+  type Target,
+  type UiSummary,
+  type WriteComparison,
+  type WriteComparisonCase,
+  type WriteComparisonSide,
+  type WriteFigures,
+} from './results.js'
 
 /** The issue's etcd figures on its reference machine, used only when etcd was not measured in this run. */
 const ISSUE_ETCD_PUT_RPS = 3_700
@@ -36,10 +52,7 @@ export function computeRatios(results: Results): Ratio[] {
     ratios.push({ what: `${what}: req/s`, warden: warden.rps, etcd: etcd.rps, ratio: round2(warden.rps / Math.max(1, etcd.rps)), unit: 'req/s' })
     ratios.push({ what: `${what}: p99`, warden: warden.p99Ms, etcd: etcd.p99Ms, ratio: round2(warden.p99Ms / Math.max(0.1, etcd.p99Ms)), unit: 'ms' })
   }
-  for (const row of results.rows.filter((candidate) => candidate.system === 'warden' && candidate.workload === 'writes' && candidate.cluster === 'warden ×3')) {
-    const target = row.name.endsWith('leader') ? 'leader' : 'follower'
-    pair(`token create vs put → ${target}, ${row.connections} conn`, row, findRow(results, 'etcd', `put → ${target}`, row.connections))
-  }
+  // Writes: the write comparison carries its own ratios (results.writeComparison, renderWriteComparison).
   pair('policy read ?stale vs serializable range → follower', findRow(results, 'warden', 'policy read ?stale → follower'), findRow(results, 'etcd', 'range serializable → follower'))
   pair('policy read default vs linearizable range → follower', findRow(results, 'warden', 'policy read default → follower'), findRow(results, 'etcd', 'range linearizable → follower'))
   pair('policy read ?consistent vs linearizable range → follower', findRow(results, 'warden', 'policy read ?consistent → follower'), findRow(results, 'etcd', 'range linearizable → follower'))
@@ -60,7 +73,9 @@ function round2(value: number): number {
 export function evaluateTargets(results: Results): Target[] {
   const targets: Target[] = []
   const write = findRow(results, 'warden', 'token create → leader', 64)
-  if (write !== undefined) {
+  // Issue 22's targets supersede issue 8's write target when etcd was measured alongside.
+  if (results.writeComparison !== undefined) targets.push(...writeComparisonTargets(results.writeComparison))
+  else if (write !== undefined) {
     const etcd = findRow(results, 'etcd', 'put → leader', 64)
     const etcdRps = etcd?.rps ?? ISSUE_ETCD_PUT_RPS
     const etcdP99 = etcd?.p99Ms ?? ISSUE_ETCD_PUT_P99_MS
@@ -140,6 +155,58 @@ export function evaluateTargets(results: Results): Target[] {
     })
   }
   return targets
+}
+
+/** The issue asks for medians of at least this many alternated rounds; fewer are reported but not judged. */
+const COMPARISON_ROUNDS_MIN = 3
+
+/** Issue 22's four targets, on the write comparison's medians. */
+function writeComparisonTargets(comparison: WriteComparison): Target[] {
+  const judged = comparison.rounds >= COMPARISON_ROUNDS_MIN
+  const basis = `medians of ${comparison.rounds} alternated rounds${judged ? '' : ` (fewer than ${COMPARISON_ROUNDS_MIN}: not judged)`}`
+  const targets: Target[] = []
+  const item = (key: WriteComparisonCase['key']): WriteComparisonCase | undefined => comparison.cases.find((candidate) => candidate.key === key)
+  const rate = (side: WriteComparisonSide): string => `${formatNumber(side.median.writesPerS)}/s`
+  const leader = item('leader64')
+  if (leader !== undefined) {
+    const { warden, etcd } = leader
+    targets.push({
+      target: "issue 22: token create → leader, 64 conn: writes/s ≥ 1.0× etcd's put → leader, p99 no higher",
+      measured: `${rate(warden)} p99 ${formatNumber(warden.median.p99Us)} µs vs ${rate(etcd)} p99 ${formatNumber(etcd.median.p99Us)} µs = ${leader.ratio.writesPerS}×, p99 ${leader.ratio.p99Us}× (${basis})`,
+      met: judged ? warden.median.writesPerS >= etcd.median.writesPerS && warden.median.p99Us <= etcd.median.p99Us : null,
+    })
+  }
+  const follower = item('follower64')
+  if (follower !== undefined) {
+    targets.push({
+      target: "issue 22: token create → follower, 64 conn: writes/s ≥ 1.0× etcd's put → follower",
+      measured: `${rate(follower.warden)} vs ${rate(follower.etcd)} = ${follower.ratio.writesPerS}× (${basis})`,
+      met: judged ? follower.warden.median.writesPerS >= follower.etcd.median.writesPerS : null,
+    })
+  }
+  // The issue names no case for CPU per write, so it must hold in each one measured.
+  if (comparison.cases.length > 0) {
+    targets.push({
+      target: "issue 22: CPU per acknowledged write, three nodes summed: no more than etcd's (in every case)",
+      measured: `${comparison.cases.map((each) => `${caseLabel(each)} ${formatNumber(each.warden.median.cpuUsPerWrite)} vs ${formatNumber(each.etcd.median.cpuUsPerWrite)} µs`).join('; ')} (${basis})`,
+      met: judged ? comparison.cases.every((each) => each.warden.median.cpuUsPerWrite <= each.etcd.median.cpuUsPerWrite) : null,
+    })
+  }
+  const single = item('leader1')
+  if (single !== undefined) {
+    targets.push({
+      target: "issue 22: token create → leader, 1 conn: p50 no higher than etcd's put",
+      measured: `p50 ${formatNumber(single.warden.median.p50Us)} µs vs ${formatNumber(single.etcd.median.p50Us)} µs = ${single.ratio.p50Us}× (${basis})`,
+      // Latencies of no acknowledged write read 0; they must not pass for fast ones.
+      met: judged ? single.warden.median.writesPerS > 0 && single.warden.median.p50Us <= single.etcd.median.p50Us : null,
+    })
+  }
+  return targets
+}
+
+/** "→ leader, 64 conn". */
+function caseLabel(item: WriteComparisonCase): string {
+  return `→ ${item.target}, ${item.connections} conn`
 }
 
 /** Issue 19's three targets. The initial replication's is judged only at its full size (110,000 objects). */
@@ -244,6 +311,7 @@ export function renderSummary(results: Results): string {
   }
   if (results.replication !== undefined) out.push(...renderReplication(results.replication))
   if (results.ui !== undefined) out.push(renderUi(results.ui))
+  if (results.writeComparison !== undefined) out.push(...renderWriteComparison(results.writeComparison))
   if (results.ratios.length > 0) {
     out.push('warden / etcd:')
     for (const ratio of results.ratios) out.push(`  ${ratio.what}: ${formatNumber(ratio.warden)} vs ${formatNumber(ratio.etcd)} ${ratio.unit} = ${ratio.ratio}×`)
@@ -299,6 +367,71 @@ function renderReplication(replication: ReplicationSummary): string[] {
   if (elections.length > 0) out.push(`replication, elections won during the workload (dc2's first is its start): ${elections.map((item) => `${item.node} ${when(item)}`).join(', ')}`)
   if (problems.length > 0) out.push(`replication, agents' warnings and errors: ${problems.slice(0, 8).map((item) => `${item.node} ${item.level} ${when(item)} "${item.msg}"`).join('; ')}`)
   return out
+}
+
+const COMPARISON_HEADER = ['writes/s', 'p50 µs', 'p99 µs', 'CPU µs/write'] as const
+
+/** A side's medians in COMPARISON_HEADER's order. */
+function comparisonCells(side: WriteComparisonSide): string[] {
+  const { median } = side
+  return [median.writesPerS, median.p50Us, median.p99Us, median.cpuUsPerWrite].map(formatNumber)
+}
+
+/** warden / etcd of each median, in COMPARISON_HEADER's order. */
+function comparisonRatioCells(item: WriteComparisonCase): string[] {
+  const { ratio } = item
+  return [ratio.writesPerS, ratio.p50Us, ratio.p99Us, ratio.cpuUsPerWrite].map((value) => (Number.isFinite(value) ? `${value}×` : '—'))
+}
+
+/** Every round's figures of a side, figure by figure: "2,300 2,345 2,400 | 512 530 498 | …". */
+function comparisonRounds(side: WriteComparisonSide): string {
+  const figures: Array<(round: WriteFigures) => number> = [(round) => round.writesPerS, (round) => round.p50Us, (round) => round.p99Us, (round) => round.cpuUsPerWrite]
+  return figures.map((figure) => side.rounds.map((round) => formatNumber(figure(round))).join(' ')).join(' | ')
+}
+
+function comparisonTitle(comparison: WriteComparison): string {
+  return (
+    `medians of ${comparison.rounds} alternated rounds of ${comparison.loadS} s (warden's cases, then etcd's), ${comparison.valueBytes}-byte etcd values; ` +
+    `CPU: the three nodes' per acknowledged write, the load generator's left out; the idle cluster took at most ${comparison.idleClusterCpuPercentMax}% of a core during a load`
+  )
+}
+
+/** The write comparison (issue 22) as a table: per case warden, etcd and warden / etcd, then every round's figures. */
+function renderWriteComparison(comparison: WriteComparison): string[] {
+  const header = ['case', 'system', ...COMPARISON_HEADER]
+  const lines = comparison.cases.flatMap((item) => [
+    [caseLabel(item), `warden ${item.warden.name}`, ...comparisonCells(item.warden)],
+    ['', `etcd ${item.etcd.name}`, ...comparisonCells(item.etcd)],
+    ['', 'warden / etcd', ...comparisonRatioCells(item)],
+  ])
+  const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => (line[column] ?? '').length)))
+  const render = (cells: string[]): string => `  ${cells.map((cell, column) => pad(cell, widths[column] ?? 0, column >= 2)).join('  ').trimEnd()}`
+  return [
+    `writes vs etcd (issue 22): ${comparisonTitle(comparison)}`,
+    render(header),
+    `  ${widths.map((width) => '-'.repeat(width)).join('  ')}`,
+    ...lines.map(render),
+    `  per round (${COMPARISON_HEADER.join(' | ')}):`,
+    ...comparison.cases.flatMap((item) => [item.warden, item.etcd].map((side) => `    ${caseLabel(item)}, ${side.cluster}: ${comparisonRounds(side)}`)),
+  ]
+}
+
+/** The write comparison as a Markdown table, with every round's figures in the last column. */
+function markdownWriteComparison(comparison: WriteComparison): string[] {
+  const lines = [
+    `Writes vs etcd (issue 22): ${comparisonTitle(comparison)}.`,
+    '',
+    `| Case | System | ${COMPARISON_HEADER.join(' | ')} | Per round (${COMPARISON_HEADER.join(' · ')}) |`,
+    '|---|---|--:|--:|--:|--:|---|',
+  ]
+  for (const item of comparison.cases) {
+    lines.push(
+      `| ${caseLabel(item)} | warden ${item.warden.name} | ${comparisonCells(item.warden).join(' | ')} | ${comparisonRounds(item.warden).replaceAll(' | ', ' · ')} |`,
+      `| | etcd ${item.etcd.name} | ${comparisonCells(item.etcd).join(' | ')} | ${comparisonRounds(item.etcd).replaceAll(' | ', ' · ')} |`,
+      `| | warden / etcd | ${comparisonRatioCells(item).join(' | ')} | |`,
+    )
+  }
+  return lines
 }
 
 /** Peak RSS per node as `n1 300 MB · n2 280 MB`, the node named `leader` marked (L). */
@@ -372,6 +505,7 @@ export function renderMarkdown(results: Results): string {
         `${formatNumber(save.leaderPeakRssMb)} MB | ${restore === null ? 'failed' : formatNumber(restore.seconds)} | ${restore === null ? '—' : rssPerNode(restore.peakRssMb, restore.node)} | ${caughtUp} | ${verified} |`,
     )
   }
+  if (results.writeComparison !== undefined) lines.push('', ...markdownWriteComparison(results.writeComparison))
   if (results.targets.length > 0) {
     lines.push('', `| Target (${targetIssues(results)}) | Measured | Met |`, '|---|---|---|')
     for (const target of results.targets) lines.push(`| ${target.target} | ${target.measured} | ${target.met === null ? 'n/a' : target.met ? 'yes' : 'no'} |`)
@@ -404,7 +538,7 @@ export function renderSvg(results: Results): string {
   const gap = 70
   const top = 76
   const width = labelWidth + panelWidth * 2 + gap * 2 + 20
-  const footer = renderSummary(results).split('\n').filter((line) => !line.startsWith('  ') && !line.startsWith('warden / etcd') && !line.startsWith('targets'))
+  const footer = renderSummary(results).split('\n').filter((line) => !line.startsWith('  ') && !line.startsWith('warden / etcd') && !line.startsWith('targets') && !line.startsWith('writes vs etcd'))
   const height = top + rows.length * rowHeight + 30 + footer.length * 15
   const rpsPowers = [1, Math.max(2, Math.ceil(Math.log10(Math.max(10, ...rows.map((row) => row.rps)))))] as const
   const p99Powers = [0, Math.max(1, Math.ceil(Math.log10(Math.max(10, ...rows.map((row) => row.p99Ms)))))] as const

@@ -175,6 +175,53 @@ export interface LinksSummary {
   idleClustersCpuPercentMax: number
 }
 
+/** What one system did in one case of one round of the write comparison. */
+export interface WriteFigures {
+  /** Acknowledged (2xx) writes over the load's seconds. */
+  writesPerS: number
+  /** Latency of the acknowledged writes in µs, as the load generator timed them (cannon.ts latencyUs). */
+  p50Us: number
+  p99Us: number
+  /** The three nodes' CPU time over the load per acknowledged write, in µs (the load generator's left out). */
+  cpuUsPerWrite: number
+  acknowledged: number
+  errors: number
+}
+
+/** One system in one case of the write comparison: every round, and each figure's median over them. */
+export interface WriteComparisonSide {
+  /** "token create → leader", "put → follower". */
+  name: string
+  cluster: string
+  rounds: WriteFigures[]
+  /** Each figure's own median, so they may come from different rounds. */
+  median: Omit<WriteFigures, 'acknowledged' | 'errors'>
+}
+
+export interface WriteComparisonCase {
+  key: 'leader64' | 'follower64' | 'leader1'
+  target: 'leader' | 'follower'
+  connections: number
+  warden: WriteComparisonSide
+  etcd: WriteComparisonSide
+  /** warden / etcd of each median. */
+  ratio: Omit<WriteFigures, 'acknowledged' | 'errors'>
+}
+
+/**
+ * Issue 22's write comparison (workload-writes-vs-etcd.ts): token creates on warden ×3 and puts on etcd ×3 of the
+ * same value size, at the same connections, alternated round by round in one run.
+ */
+export interface WriteComparison {
+  rounds: number
+  loadS: number
+  /** etcd's value size: a token record's as warden returns it. */
+  valueBytes: number
+  cases: WriteComparisonCase[]
+  /** The most CPU the cluster not being loaded took during any load, in percent of one core. */
+  idleClusterCpuPercentMax: number
+}
+
 /** One window of closed-loop requests (the replication workload's local token creates on the secondary). */
 export interface LatencyWindow {
   connections: number
@@ -313,6 +360,7 @@ export interface Results {
   tokenResolution?: TokenResolution
   fsync?: FsyncSummary
   links?: LinksSummary
+  writeComparison?: WriteComparison
   replication?: ReplicationSummary
   ui?: UiSummary
   ratios: Ratio[]

@@ -2,18 +2,17 @@
  * Workload 1, token create: PUT /v1/acl/token linking one policy, a Raft write that touches the token table and its
  * secret, policy and accessor indexes. At 1, 16, 64 and 256 connections, to the leader and to a follower (which
  * forwards it), and at 64 to a single node (the same write without replication, for what Raft costs). etcd's
- * counterpart is a put of a value of the same size as warden's token record.
+ * counterpart, a put of a value of the same size as warden's token record, is measured against warden's in rounds
+ * that alternate the two (workload-writes-vs-etcd.ts).
  *
  * fsyncs per write: strace (where installed) counts fsync and fdatasync on every node during a fixed number of
  * writes. strace slows the traced processes, which can make group commits larger than they would be untraced, so
  * the count is a lower bound of what an untraced run does at the same concurrency, not a throughput figure.
  */
 import { execFileSync } from 'node:child_process'
-import { randomUUID } from 'node:crypto'
 import { load, jsonHeaders, warmUp, sleep, type BenchContext } from './context.js'
 import { runCannon } from './cannon.js'
 import { spawnTracked, stopChild } from './children.js'
-import { base64, type EtcdCluster } from './etcd.js'
 import type { WardenCluster } from './warden.js'
 
 /** A policy tokens can link to; created once per cluster. */
@@ -24,7 +23,7 @@ export async function benchPolicy(warden: WardenCluster, name = 'bench-write'): 
   return policy.ID
 }
 
-function tokenCreate(token: string, policyId: string): { method: string; path: string; headers: Record<string, string>; body: string } {
+export function tokenCreate(token: string, policyId: string): { method: string; path: string; headers: Record<string, string>; body: string } {
   return { method: 'PUT', path: '/v1/acl/token', headers: jsonHeaders(token), body: JSON.stringify({ Description: 'bench token', Policies: [{ ID: policyId }] }) }
 }
 
@@ -117,35 +116,5 @@ export async function countFsyncs(ctx: BenchContext, warden: WardenCluster): Pro
     ctx.results.fsync = { writes: result.ok, nodes, note: 'token create at 64 connections to the leader, under strace -f -c (which slows the nodes)' }
   } finally {
     await Promise.all(tracers.map((tracer) => stopChild(tracer.child)))
-  }
-}
-
-export async function etcdPuts(ctx: BenchContext, etcd: EtcdCluster): Promise<void> {
-  const leader = await etcd.leader()
-  const follower = etcd.nodes().find((name) => name !== leader) ?? leader
-  // One key per run, overwritten: etcd keeps every revision until compaction, as warden keeps every token.
-  const put = (key: string) => ({
-    method: 'POST',
-    path: '/v3/kv/put',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ key: base64(key), value: base64('v'.repeat(ctx.valueBytes)) }),
-  })
-  ctx.progress.step('etcd: put warm-up')
-  await warmUp(ctx, { origin: etcd.origin(leader), connections: 16, requests: [put('bench/warmup')], watched: [] })
-  for (const connections of ctx.plan.writeConnections) {
-    for (const target of ['leader', 'follower'] as const) {
-      ctx.progress.step(`etcd: put → ${target}, ${connections} conn`)
-      await load(ctx, {
-        workload: 'writes',
-        system: 'etcd',
-        name: `put → ${target}`,
-        cluster: etcd.label,
-        origin: etcd.origin(target === 'leader' ? leader : follower),
-        connections,
-        requests: [put(`bench/${randomUUID()}`)],
-        watched: etcd.watched(leader),
-        note: `${ctx.valueBytes}-byte values`,
-      })
-    }
   }
 }
