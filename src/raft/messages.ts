@@ -102,6 +102,12 @@ export interface TimeoutNow extends MessageBase {
 export interface ReadIndexRequest extends MessageBase {
   readonly type: 'readIndex'
   readonly context: string
+  /**
+   * The read accepts an index vouched for by the leader's lease (a default read), which a leader holding one answers
+   * at once; without it (`?consistent`) the leader confirms with a heartbeat round. Absent from older builds: they get
+   * the heartbeat round, and an older leader ignores it.
+   */
+  readonly lease?: boolean
 }
 
 export interface ReadIndexResponse extends MessageBase {

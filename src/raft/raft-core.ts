@@ -383,13 +383,14 @@ export class RaftCore {
    * Starts a linearizable read (Thesis §6.4). The answer comes as a ReadState with this context in a later Ready (on
    * a follower, after a round trip to the leader). A read may be dropped when leadership changes: callers time out.
    */
-  readIndex(context: string): RequestResult {
+  readIndex(context: string, options: { lease?: boolean } = {}): RequestResult {
+    const lease = options.lease === true
     if (this.role === 'leader') {
-      this.handleReadIndex(context, this.id)
+      this.handleReadIndex(context, this.id, lease)
       return { ok: true }
     }
     if (this.leader === null) return this.refusal('not_leader', 'no leader is known')
-    this.send<'readIndex'>({ type: 'readIndex', to: this.leader, term: this.term, context })
+    this.send<'readIndex'>({ type: 'readIndex', to: this.leader, term: this.term, context, ...(lease ? { lease: true } : {}) })
     return { ok: true }
   }
 
@@ -840,7 +841,7 @@ export class RaftCore {
         if (progress !== undefined) this.handleHeartbeatResponse(message, progress)
         return
       case 'readIndex':
-        this.handleReadIndex(message.context, message.from)
+        this.handleReadIndex(message.context, message.from, message.lease === true)
         return
       case 'appendEntries':
       case 'heartbeat':
@@ -1162,10 +1163,18 @@ export class RaftCore {
   // ---------------------------------------------------------------------------------------------------------------
   // ReadIndex (Thesis §6.4).
 
-  private handleReadIndex(context: string, from: NodeId): void {
+  private handleReadIndex(context: string, from: NodeId, lease: boolean): void {
     // Step 1: until this leader has committed an entry of its term, its commitIndex may be behind.
     if (!this.committedEntryInCurrentTerm()) {
       this.readsAwaitingCommit.push({ context, from })
+      return
+    }
+    // Under its lease no other server can have been elected (Thesis §6.4.1), so the commit index now holds every
+    // write acknowledged before the read asked: a read that accepts the lease (a default read, here or on a follower)
+    // is answered at once, without the heartbeat round. The leader's own default reads use leaseRead directly.
+    if (lease && this.isLeaseValid()) {
+      if (from === this.id) this.readStates.push({ index: this.log.commitIndex, context })
+      else this.send<'readIndexResponse'>({ type: 'readIndexResponse', to: from, term: this.term, context, index: this.log.commitIndex })
       return
     }
     this.queueRead({ context, from })

@@ -151,7 +151,7 @@ export class RaftReplica {
   private lastLeaderContactAt = 0
   private readonly writes: EntryWaiters<ApplyResult | undefined>
   private readonly applied: AppliedWaiters
-  private readonly reads = new Map<string, { resolve: () => void; reject: (error: WardenError) => void }>()
+  private readonly reads = new Map<string, { lease: boolean; resolve: () => void; reject: (error: WardenError) => void }>()
   private readonly leaderWaiters = new Set<{ resolve: () => void; reject: (error: WardenError) => void }>()
   private readonly leadershipListeners = new Set<() => void>()
   private readonly requestHandlers = new Map<string, RequestHandler>()
@@ -409,7 +409,7 @@ export class RaftReplica {
     this.leaderWaiters.clear()
     // Reads confirmed by an old leader that went away would wait out their timeout: ask the new one. A read index
     // from any leader of a later term is at least as recent, so a late answer to the first request is still safe.
-    if (changed) for (const context of this.reads.keys()) this.core.readIndex(context)
+    if (changed) for (const [context, read] of this.reads) this.core.readIndex(context, { lease: read.lease })
     if (role === 'leader') {
       this.counts.becameLeader += 1
       this.log.info({ term: this.core.status().term }, 'became leader')
@@ -503,13 +503,15 @@ export class RaftReplica {
 
   /**
    * Asks for a read index now (Thesis §6.4) and resolves once it is confirmed and applied here; 'no_leader' when the
-   * core knows no leader to ask. src/rpc batches the reads of a turn into one call.
+   * core knows no leader to ask. src/rpc batches the reads of a turn into one call. With `lease`, a leader that holds
+   * its lease answers without a heartbeat round (a default read); without, it always confirms with one (?consistent).
    */
-  readIndex(): Promise<'confirmed' | 'no_leader'> {
+  readIndex(options: { lease?: boolean } = {}): Promise<'confirmed' | 'no_leader'> {
+    const lease = options.lease === true
     if (this.stopped || this.failed) return Promise.reject(new WardenError('no_leader', 'this node is shutting down; retry on another node'))
     if (this.reads.size >= WAITING_MAX) return Promise.reject(new WardenError('rate_limited', 'too many reads are waiting; retry later'))
     const context = this.environment.randomId()
-    const started = this.core.readIndex(context)
+    const started = this.core.readIndex(context, { lease })
     if (!started.ok) {
       if (started.error === 'not_leader') return Promise.resolve('no_leader')
       return Promise.reject(new WardenError('no_leader', `cannot confirm a read now: ${started.message}`))
@@ -521,6 +523,7 @@ export class RaftReplica {
         reject(new WardenError('no_leader', 'the leader did not confirm the read in time; retry'))
       }, this.leaderWaitMs)
       this.reads.set(context, {
+        lease,
         resolve: () => {
           timer.cancel()
           resolve('confirmed')

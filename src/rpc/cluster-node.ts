@@ -52,6 +52,7 @@ export class ClusterNode implements Cluster {
   private readonly forwarded = { writes: 0, requests: 0 }
   /** The read index the reads of this turn of the event loop will share (see readIndex). */
   private readBatch: Promise<'confirmed' | 'no_leader'> | undefined
+  private leaseReadBatch: Promise<'confirmed' | 'no_leader'> | undefined
   /** On the leader: the join proofs accepted, so that a recorded one cannot be sent again (lib/join-proof.ts). */
   private readonly joinProofs = new JoinReplayGuard()
   /** Refused forwarded commands are logged at most once per peer and problem per interval: a peer could flood. */
@@ -260,7 +261,7 @@ export class ClusterNode implements Cluster {
         if (index !== null) return this.replica.afterApplied(index)
       }
       if (this.replica.leader !== null) {
-        if ((await this.readIndex()) === 'confirmed') return
+        if ((await this.readIndex(mode === 'leader')) === 'confirmed') return
         // The core knew no leader when the batch asked (this node's view of the leader lags the core's by a Ready):
         // wait for one, as a read that found none at first does, and ask again.
         if (environment.now() >= deadline) throw new WardenError('no_leader', 'no leader could confirm the read in time; retry')
@@ -278,14 +279,21 @@ export class ClusterNode implements Cluster {
    * write acknowledged after the request reached the leader but before a later read arrived could be missing from
    * that read. Batching spares the leader a message and a confirmation per read.
    */
-  private readIndex(): Promise<'confirmed' | 'no_leader'> {
-    this.readBatch ??= new Promise<'confirmed' | 'no_leader'>((resolve, reject) =>
+  private readIndex(lease: boolean): Promise<'confirmed' | 'no_leader'> {
+    // Default reads (and the barrier of every write) accept the leader's lease; ?consistent reads never do: two
+    // batches, so a default read never waits on a heartbeat round for a ?consistent one, nor the reverse.
+    const pending = lease ? this.leaseReadBatch : this.readBatch
+    if (pending !== undefined) return pending
+    const batch = new Promise<'confirmed' | 'no_leader'>((resolve, reject) =>
       this.replica.environment.defer(() => {
-        this.readBatch = undefined
-        this.replica.readIndex().then(resolve, reject)
+        if (lease) this.leaseReadBatch = undefined
+        else this.readBatch = undefined
+        this.replica.readIndex({ lease }).then(resolve, reject)
       }),
     )
-    return this.readBatch
+    if (lease) this.leaseReadBatch = batch
+    else this.readBatch = batch
+    return batch
   }
 
   // ---------------------------------------------------------------------------------------------------------------

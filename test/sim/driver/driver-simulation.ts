@@ -591,15 +591,24 @@ export class DriverSimulation {
    * their data, past their join. Wiping or removing `server` otherwise loses the quorum for good, as it would for an
    * operator (the recover command is then the way out), which is not what a schedule is after.
    */
-  /** The newest configuration any running server holds: a lagging server's own view may miss a removal. */
+  /**
+   * The voters of the newest configuration any running server holds (a lagging server's own view may miss a removal),
+   * if that configuration is committed (its entry
+   * at or below the highest commit index known); an empty list while it is not. Membership takes effect when
+   * appended, so the newest configuration may be a leader's uncommitted promotion: counting it as in force let a
+   * schedule wipe a second server of what was still a two-voter configuration, a lost majority (seed 0x715, once
+   * followers' reads were answered under the leader's lease and the timings moved).
+   */
   private newestVoters(): readonly string[] {
     let newest = { index: -1, voters: [] as readonly string[] }
+    let commitIndex = 0
     for (const other of this.servers) {
       if (!other.running) continue
       const status = other.replica!.status()
+      commitIndex = Math.max(commitIndex, status.commitIndex)
       if (status.configurationIndex > newest.index) newest = { index: status.configurationIndex, voters: status.configuration.voters }
     }
-    return newest.voters
+    return newest.index <= commitIndex ? newest.voters : []
   }
 
   private othersHealthy(server: SimServer): boolean {
