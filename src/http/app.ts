@@ -33,8 +33,9 @@ import { requestMetricsMiddleware } from './request-metrics.js'
  * must hold every write acknowledged before the request came: else a token whose deletion was acknowledged could
  * still write through a follower that had not applied the delete, and a token just created could not. So every
  * write first passes the barrier of a default read: on the leader, under its lease, it waits for the apply of what is
- * committed (no network round); on a follower, or a leader without a lease (newly elected, before an entry of its
- * term commits, or deposed without knowing it), it takes a ReadIndex round, shared by the requests of the turn.
+ * committed (no network round); on a follower it asks the leader for a read index (shared by the requests of the
+ * turn), which a leader holding its lease answers at once; a leader without a lease (newly elected, before an entry
+ * of its term commits, or deposed without knowing it) confirms it with a heartbeat round.
  * Without a leader this fails with no_leader after the leader wait, as the write would. A write with a body passes it
  * again once the body has arrived, and is authorized again then (request.ts authorizeAfterBody).
  */

@@ -35,9 +35,9 @@ export interface ReadState {
  *    twice in one term), and entries before the AppendEntriesResponse that acknowledges them (a leader counts the
  *    acknowledgement towards commit). After the write, `LogReader` must show it.
  * 2. Send `messages`, in order per destination. Any of them may be lost; none may be sent before step 1 is durable,
- *    with one exception: a leader's leading AppendEntries and heartbeats of a term already durable may go before step
- *    1 (Thesis §10.2.1), since the core counts the leader's own log towards commit only once `advance` reports it
- *    persisted.
+ *    with one exception: a leader's leading AppendEntries, heartbeats and ReadIndex answers of a term already durable
+ *    may go before step 1 (Thesis §10.2.1), since the core counts the leader's own log towards commit only once
+ *    `advance` reports it persisted (and a ReadIndex answer names a committed index).
  *    An `installSnapshot` message means: stream the current snapshot to `to`, then call `reportSnapshot`.
  * 3. Apply `committedEntries` to the state machine, in order (they are durable by now: committed entries were
  *    persisted in an earlier Ready or in step 1). `noop` entries change nothing; `configuration` entries carry the

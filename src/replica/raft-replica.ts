@@ -323,11 +323,12 @@ export class RaftReplica {
   private async handleReady(ready: Ready): Promise<void> {
     if (ready.softState !== undefined) this.onSoftState(ready.softState.role, ready.softState.leader)
     const timings = this.options.timings
-    // 0. A leader's AppendEntries and heartbeats leave before its own write, which then overlaps the followers' (Thesis
-    // §10.2.1; etcd's raft node sends a leader's messages before saving too). Safe because the core counts the leader's
-    // own log towards commit only up to what advance() reported persisted, so an entry commits only once a majority
-    // holds it durably, whether or not the leader is in that majority. Only messages of a term already durable here
-    // go early, and only a leading run of them, so each peer still receives this Ready's messages in order.
+    // 0. A leader's AppendEntries, heartbeats and answers to ReadIndex leave before its own write, which then overlaps
+    // the followers' (Thesis §10.2.1; etcd's raft node sends a leader's messages before saving too). Safe because the
+    // core counts the leader's own log towards commit only up to what advance() reported persisted, so an entry commits
+    // only once a majority holds it durably, whether or not the leader is in that majority. Only messages of a term
+    // already durable here go early, and only a leading run of them, so each peer still receives this Ready's messages
+    // in order.
     let sentEarly = 0
     if (this.role === 'leader') {
       while (sentEarly < ready.messages.length && mayLeaveBeforePersist(ready.messages[sentEarly]!, this.durableTerm)) {
@@ -780,7 +781,12 @@ export class RaftReplica {
   }
 }
 
-/** Whether a leader may send `message` before the Ready that holds it is persisted (see handleReady). */
+/**
+ * Whether a leader may send `message` before the Ready that holds it is persisted (see handleReady): its AppendEntries
+ * and heartbeats, and its answers to ReadIndex (their index is committed, so durable on a majority already). The
+ * answers matter on writes through a follower: each turn's barrier is answered at the head of the next Ready, and
+ * would otherwise hold that Ready's AppendEntries back behind the leader's write.
+ */
 function mayLeaveBeforePersist(message: Message, durableTerm: number): boolean {
-  return (message.type === 'appendEntries' || message.type === 'heartbeat') && message.term <= durableTerm
+  return (message.type === 'appendEntries' || message.type === 'heartbeat' || message.type === 'readIndexResponse') && message.term <= durableTerm
 }

@@ -10,7 +10,7 @@
 import { rename, rm, writeFile } from 'node:fs/promises'
 import { fsyncPath, pathExists } from '../lib/files.js'
 import { dirname, join } from 'node:path'
-import { openStateDb, type StateDb } from './reader.js'
+import { openStateDb, STATE_WRITE_BUFFER_BYTES, type StateDb } from './reader.js'
 
 /** live; incoming: a snapshot from the leader being staged; restore: a restored state being built (restore.ts); old. */
 export type StateDirectoryName = 'live' | 'incoming' | 'restore' | 'old'
@@ -35,7 +35,9 @@ export interface StateFiles {
 export function directoryFiles(stateDirectory: string): StateFiles {
   const path = (name: StateDirectoryName): string => (name === 'live' ? stateDirectory : `${stateDirectory}.${name}`)
   return {
-    openDb: (name) => openStateDb(path(name)),
+    // Only the live state takes writes at the rate of the API: a staged database (a snapshot streaming in, a restore
+    // being built) keeps LevelDB's default buffer, so that two databases side by side do not double the memtables.
+    openDb: (name) => openStateDb(path(name), name === 'live' ? { writeBufferBytes: STATE_WRITE_BUFFER_BYTES } : {}),
     exists: (name) => pathExists(path(name)),
     remove: (name) => rm(path(name), { recursive: true, force: true }),
     rename: (from, to) => rename(path(from), path(to)),

@@ -23,13 +23,18 @@ export const STATE_OPEN_FILES = 64
  * spans nearly its whole key space (a token's SecretID index is a hash), so each one merged into level 1 rewrites
  * level 1: four times larger memtables rewrite it a quarter as often. Token creates at 64 connections for 60 s
  * (docs/benchmarks.md, issue 22): 9.9 KB compacted per write at 4 MiB, 3.0 KB at 16 MiB, 1.9 KB at 32 MiB. The price is
- * memory: up to two memtables per database (one being written out), 32 MiB at most.
+ * memory: up to two memtables (one being written out), 32 MiB at most. For the live state only (files.ts).
  */
 export const STATE_WRITE_BUFFER_BYTES = 16 * 1024 * 1024
 
 /** Opens (creating if needed) a state database: the live one, or a snapshot being received. */
-export async function openStateDb(directory: string): Promise<StateDb> {
-  const db: StateDb = new Level<string, Buffer>(directory, { keyEncoding: 'utf8', valueEncoding: 'buffer', maxOpenFiles: STATE_OPEN_FILES, writeBufferSize: STATE_WRITE_BUFFER_BYTES })
+export async function openStateDb(directory: string, options: { writeBufferBytes?: number } = {}): Promise<StateDb> {
+  const db: StateDb = new Level<string, Buffer>(directory, {
+    keyEncoding: 'utf8',
+    valueEncoding: 'buffer',
+    maxOpenFiles: STATE_OPEN_FILES,
+    ...(options.writeBufferBytes === undefined ? {} : { writeBufferSize: options.writeBufferBytes }),
+  })
   await db.open()
   return db
 }
