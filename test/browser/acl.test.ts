@@ -113,6 +113,25 @@ describe('web UI: ACL pages', function () {
     expect(suite.uncaught(page)).to.deep.equal([])
   })
 
+  it("lists on a policy's page the roles linking it, and on a role's page the tokens linking it", async () => {
+    const policy = await ok(agent, 'PUT', '/v1/acl/policy', { Name: unique('browser-listed'), Rules: 'acl = "read"' })
+    const role = await ok(agent, 'PUT', '/v1/acl/role', { Name: unique('browser-role'), Policies: [{ ID: policy.ID }] })
+    const page = await suite.page()
+    await signIn(page, agent)
+    await page.goto(uiUrl(agent, `roles/${role.ID}`))
+    await page.getByRole('heading', { level: 2, name: 'Tokens linking it', exact: true }).waitFor()
+    await page.getByText('No token links this role.', { exact: true }).waitFor()
+
+    const description = unique('browser-role-token')
+    await ok(agent, 'PUT', '/v1/acl/token', { Description: description, Roles: [{ ID: role.ID }] })
+    await page.goto(uiUrl(agent, `policies/${policy.ID}`))
+    await page.getByRole('link', { name: role.Name, exact: true }).click()
+    await page.getByRole('heading', { level: 1, name: `Role ${role.Name}`, exact: true }).waitFor()
+    await page.getByRole('link', { name: description, exact: true }).waitFor()
+    expect(await page.getByText('No token links this role.', { exact: true }).count()).to.equal(0)
+    expect(suite.uncaught(page)).to.deep.equal([])
+  })
+
   it("shows on a token's page what it may do, and which policy or role decided it", async () => {
     const web = await ok(agent, 'PUT', '/v1/acl/policy', { Name: unique('browser-web-write'), Rules: 'service "web" { policy = "write" }' })
     const keys = await ok(agent, 'PUT', '/v1/acl/policy', { Name: unique('browser-app-keys'), Rules: 'key_prefix "app/" { policy = "read" }' })

@@ -5,6 +5,7 @@
 import type { ComponentChildren, JSX, RefObject } from 'preact'
 import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import { ApiError, errorText, request } from './api.js'
+import type { Loaded } from './live.js'
 import type { Verdict } from './permissions.js'
 import { Link, navigate } from './router.js'
 
@@ -377,6 +378,29 @@ export function LinkList({ items }: { items: Array<{ key: string; href: string; 
           <Link href={item.href}>{item.text}</Link>
         </span>
       ))}
+    </>
+  )
+}
+
+/**
+ * A record page's section listing the records that link to it (a policy's roles and tokens, a role's tokens, an auth
+ * method's binding rules): its heading, the error if the list could not be read, a line when there are none, else a
+ * link to each.
+ */
+export function LinkedRecords<T>({ title, list, noun, empty, link }: { title: string; list: Loaded<T[]>; noun: string; empty: string; link: (item: T) => { key: string; href: string; text: ComponentChildren } }): JSX.Element {
+  return (
+    <>
+      <h2>{title}</h2>
+      <ErrorMessage error={list.error} prefix={`Could not list the ${noun}`} polite />
+      {list.data === undefined ? null : list.data.length === 0 ? <p class="empty">{empty}</p> : (
+        <ul>
+          {list.data.map(link).map((item) => (
+            <li key={item.key}>
+              <Link href={item.href}>{item.text}</Link>
+            </li>
+          ))}
+        </ul>
+      )}
     </>
   )
 }

@@ -5,7 +5,7 @@
 import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { ApiError, request } from '../api.js'
-import { ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Select, Table, TextArea, TextField, useNamespaceFilter, RecordActions } from '../components.js'
+import { ErrorMessage, Fields, GuardedButton, GuardedLink, LinkedRecords, Loading, Page, Select, Table, TextArea, TextField, useNamespaceFilter, RecordActions } from '../components.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
 import { Link, navigate, path } from '../router.js'
@@ -77,20 +77,13 @@ export function AuthMethodPage({ params }: PageProps): JSX.Element {
           />
           <h2>Config</h2>
           <pre aria-label="Config">{JSON.stringify(data.Config ?? {}, null, 2)}</pre>
-          <h2>Binding rules</h2>
-          <ErrorMessage error={rules.error} prefix="Could not list the binding rules" polite />
-          {rules.data === undefined ? null : rules.data.length === 0 ? <p class="empty">No binding rule uses this auth method.</p> : (
-            <ul>
-              {rules.data.map((rule) => (
-                <li key={rule.ID}>
-                  <Link href={path('/binding-rules', rule.ID)}>
-                    {rule.BindType} {rule.BindName}
-                    {rule.Description ? ` (${rule.Description})` : ''}
-                  </Link>
-                </li>
-              ))}
-            </ul>
-          )}
+          <LinkedRecords
+            title="Binding rules"
+            list={rules}
+            noun="binding rules"
+            empty="No binding rule uses this auth method."
+            link={(rule) => ({ key: rule.ID, href: path('/binding-rules', rule.ID), text: `${rule.BindType} ${rule.BindName}${rule.Description ? ` (${rule.Description})` : ''}` })}
+          />
           <p>
             <GuardedLink verdict={canWrite} href={`/binding-rules/new?authmethod=${encodeURIComponent(name)}`}>
               New binding rule

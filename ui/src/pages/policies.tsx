@@ -6,13 +6,13 @@
 import type { JSX } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { ApiError, request } from '../api.js'
-import { ErrorMessage, Fields, GuardedButton, GuardedLink, Loading, Page, Table, TextArea, TextField, useNamespaceFilter, RecordActions } from '../components.js'
+import { ErrorMessage, Fields, GuardedButton, GuardedLink, LinkedRecords, Loading, Page, Table, TextArea, TextField, useNamespaceFilter, RecordActions } from '../components.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
 import { Link, navigate, path } from '../router.js'
 import type { PageProps } from '../routes.js'
 import type { Policy, Role, Token } from '../types.js'
-import { namespaceColumn, tokenName } from './tokens.js'
+import { namespaceColumn, tokenLink } from './tokens.js'
 
 export function PolicyList(): JSX.Element {
   const namespace = useNamespaceFilter()
@@ -79,28 +79,8 @@ export function PolicyPage({ params }: PageProps): JSX.Element {
           />
           <h2>Rules</h2>
           {data.Rules === undefined || data.Rules === '' ? <p class="none">No rules.</p> : <pre aria-label="Rules">{data.Rules}</pre>}
-          <h2>Roles linking it</h2>
-          <ErrorMessage error={roles.error} prefix="Could not list the roles" polite />
-          {roles.data === undefined ? null : roles.data.length === 0 ? <p class="empty">No role links this policy.</p> : (
-            <ul>
-              {roles.data.map((role) => (
-                <li key={role.ID}>
-                  <Link href={path('/roles', role.ID)}>{role.Name}</Link>
-                </li>
-              ))}
-            </ul>
-          )}
-          <h2>Tokens linking it</h2>
-          <ErrorMessage error={tokens.error} prefix="Could not list the tokens" polite />
-          {tokens.data === undefined ? null : tokens.data.length === 0 ? <p class="empty">No token links this policy directly.</p> : (
-            <ul>
-              {tokens.data.map((token) => (
-                <li key={token.AccessorID}>
-                  <Link href={path('/tokens', token.AccessorID)}>{tokenName(token)}</Link>
-                </li>
-              ))}
-            </ul>
-          )}
+          <LinkedRecords title="Roles linking it" list={roles} noun="roles" empty="No role links this policy." link={(role) => ({ key: role.ID, href: path('/roles', role.ID), text: role.Name })} />
+          <LinkedRecords title="Tokens linking it" list={tokens} noun="tokens" empty="No token links this policy directly." link={tokenLink} />
         </>
       )}
     </Page>

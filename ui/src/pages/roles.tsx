@@ -5,7 +5,7 @@
 import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { request } from '../api.js'
-import { ErrorMessage, Fields, GuardedButton, GuardedLink, LinkList, Loading, Page, Table, TextField, useNamespaceFilter, RecordActions } from '../components.js'
+import { ErrorMessage, Fields, GuardedButton, GuardedLink, LinkedRecords, LinkList, Loading, Page, Table, TextField, useNamespaceFilter, RecordActions } from '../components.js'
 import { describeServiceIdentity, describeTemplatedPolicy, nodeIdentitiesText, parseNodeIdentities, parseServiceIdentities, parseTemplatedPolicies, serviceIdentitiesText, templatedPoliciesText } from '../identities.js'
 import { useLive } from '../live.js'
 import { useAclWrite } from '../permissions.js'
@@ -13,7 +13,7 @@ import { Link, navigate, path } from '../router.js'
 import type { PageProps } from '../routes.js'
 import type { Role, Token } from '../types.js'
 import { LinksFields, type LinksValue } from './links-form.js'
-import { namespaceColumn, tokenName } from './tokens.js'
+import { namespaceColumn, tokenLink } from './tokens.js'
 
 function policyLinks(role: Role): JSX.Element | '' {
   return <LinkList items={(role.Policies ?? []).map((link) => ({ key: link.ID, href: path('/policies', link.ID), text: link.Name }))} />
@@ -87,17 +87,7 @@ export function RolePage({ params }: PageProps): JSX.Element {
               ['Indexes', `created at ${data.CreateIndex}, modified at ${data.ModifyIndex}`],
             ]}
           />
-          <h2>Tokens linking it</h2>
-          <ErrorMessage error={tokens.error} prefix="Could not list the tokens" polite />
-          {tokens.data === undefined ? null : tokens.data.length === 0 ? <p class="empty">No token links this role.</p> : (
-            <ul>
-              {tokens.data.map((token) => (
-                <li key={token.AccessorID}>
-                  <Link href={path('/tokens', token.AccessorID)}>{tokenName(token)}</Link>
-                </li>
-              ))}
-            </ul>
-          )}
+          <LinkedRecords title="Tokens linking it" list={tokens} noun="tokens" empty="No token links this role." link={tokenLink} />
         </>
       )}
     </Page>

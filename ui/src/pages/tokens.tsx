@@ -24,6 +24,11 @@ export function tokenName(token: Pick<Token, 'Description' | 'AccessorID'>): str
   return token.Description !== '' ? token.Description : token.AccessorID
 }
 
+/** A link to a token's page, for lists of the tokens that link a policy or a role (LinkedRecords). */
+export function tokenLink(token: Token): { key: string; href: string; text: string } {
+  return { key: token.AccessorID, href: path('/tokens', token.AccessorID), text: tokenName(token) }
+}
+
 export function TokenList(): JSX.Element {
   const namespace = useNamespaceFilter()
   const tokens = useLive<Token[]>('/v1/acl/tokens', namespace.query)
