@@ -50,9 +50,8 @@ export class ClusterNode implements Cluster {
   private forwardBatch: ForwardBatch | undefined
   /** Counts for operators (GET /v1/operator/raft/state): how much write traffic came through this node. */
   private readonly forwarded = { writes: 0, requests: 0 }
-  /** The read index the reads of this turn of the event loop will share (see readIndex). */
-  private readBatch: Promise<'confirmed' | 'no_leader'> | undefined
-  private leaseReadBatch: Promise<'confirmed' | 'no_leader'> | undefined
+  /** The read index the reads of this turn of the event loop will share (see readIndex), by whether they accept the lease. */
+  private readonly readBatches: { lease?: Promise<'confirmed' | 'no_leader'>; consistent?: Promise<'confirmed' | 'no_leader'> } = {}
   /** On the leader: the join proofs accepted, so that a recorded one cannot be sent again (lib/join-proof.ts). */
   private readonly joinProofs = new JoinReplayGuard()
   /** Refused forwarded commands are logged at most once per peer and problem per interval: a peer could flood. */
@@ -282,18 +281,14 @@ export class ClusterNode implements Cluster {
   private readIndex(lease: boolean): Promise<'confirmed' | 'no_leader'> {
     // Default reads (and the barrier of every write) accept the leader's lease; ?consistent reads never do: two
     // batches, so a default read never waits on a heartbeat round for a ?consistent one, nor the reverse.
-    const pending = lease ? this.leaseReadBatch : this.readBatch
-    if (pending !== undefined) return pending
-    const batch = new Promise<'confirmed' | 'no_leader'>((resolve, reject) =>
+    const kind = lease ? 'lease' : 'consistent'
+    this.readBatches[kind] ??= new Promise<'confirmed' | 'no_leader'>((resolve, reject) =>
       this.replica.environment.defer(() => {
-        if (lease) this.leaseReadBatch = undefined
-        else this.readBatch = undefined
+        this.readBatches[kind] = undefined
         this.replica.readIndex({ lease }).then(resolve, reject)
       }),
     )
-    if (lease) this.leaseReadBatch = batch
-    else this.readBatch = batch
-    return batch
+    return this.readBatches[kind]
   }
 
   // ---------------------------------------------------------------------------------------------------------------
