@@ -56,6 +56,8 @@ export interface AppendEntriesResponse extends MessageBase {
   readonly index: number
   readonly conflictIndex: number
   readonly conflictTerm: number
+  /** See HeartbeatResponse.rebuilt. */
+  readonly rebuilt?: boolean
 }
 
 /**
@@ -80,6 +82,14 @@ export interface HeartbeatResponse extends MessageBase {
    * entries it had acknowledged (its storage was wiped): the leader then probes it again from there.
    */
   readonly lastIndex: number
+  /**
+   * Set by a server that waits for the answer to its join (its data dir was empty: a new server, or one rebuilt after
+   * losing its data). It may have forgotten a term it voted in, so its acknowledgement vouches for nothing: a leader
+   * that still counts it as a voter keeps replicating to it but counts its answers towards no majority (commit,
+   * ReadIndex, lease, CheckQuorum). Otherwise a stale leader could commit with it after a newer leader was elected
+   * with the vote it gave before it lost its data. Absent from older builds, whose answers count as before.
+   */
+  readonly rebuilt?: boolean
 }
 
 /**

@@ -62,6 +62,11 @@ export class Progress {
   sentCommitIndex = 0
   /** The leader's tick when it last heard anything from this follower in its term (CheckQuorum, Thesis §6.2). */
   lastResponseTick: number
+  /**
+   * Whether this follower's answers count towards majorities (commit, ReadIndex, lease, CheckQuorum): false while its
+   * latest answer said `rebuilt` (messages.ts, HeartbeatResponse). Its matchIndex still drives replication to it.
+   */
+  counted = true
   /** The highest heartbeat `seq` this follower has echoed in the leader's term (ReadIndex, Thesis §6.4). */
   ackedSeq = 0
   /** The highest heartbeat send tick this follower has echoed in the leader's term (leader lease, Thesis §6.4.1). */

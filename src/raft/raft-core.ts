@@ -30,7 +30,7 @@ import { Progress, type ProgressState } from './progress.js'
 import { majorityValue, voteResult } from './quorum.js'
 import { RaftLog } from './raft-log.js'
 import type { ReadState, Ready, SoftState } from './ready.js'
-import type { Configuration, Entry, EntryType, HardState, NodeId, Role, SnapshotMetadata } from './types.js'
+import { VOTE_INDEX_UNKNOWN, type Configuration, type Entry, type EntryType, type HardState, type NodeId, type Role, type SnapshotMetadata } from './types.js'
 
 export interface RaftConfig {
   /** This server's name. */
@@ -90,6 +90,8 @@ export interface RaftConfig {
    * This server neither grants votes nor campaigns until its commit index reaches this index. A server that came back
    * with an empty data dir forgot its votes and its log: until the leader has re-added it and it has caught up past
    * that point, its vote could elect a leader missing committed entries, or be given twice in one term. Default 0.
+   * VOTE_INDEX_UNKNOWN while it waits for the answer to its join: its answers to AppendEntries and heartbeats then
+   * say `rebuilt`, and count towards no majority (HeartbeatResponse.rebuilt).
    */
   readonly voteFromIndex?: number
 }
@@ -579,7 +581,7 @@ export class RaftCore {
   leaseValidUntilTick(): number {
     if (this.role !== 'leader' || !this.settings.checkQuorum || this.leaseRevoked) return 0
     const quorumTick = majorityValue(this.log.configuration().voters, (id) =>
-      id === this.id ? this.leaseClock() : (this.progress.get(id)?.ackedTick ?? Number.NEGATIVE_INFINITY),
+      id === this.id ? this.leaseClock() : (this.countedProgress(id)?.ackedTick ?? Number.NEGATIVE_INFINITY),
     )
     return Math.max(0, quorumTick + this.settings.leaseTicks)
   }
@@ -762,7 +764,7 @@ export class RaftCore {
   /** Whether a majority of voters (this leader included, if it is one) was heard from within an election timeout. */
   private quorumActive(): boolean {
     const quorumTick = majorityValue(this.log.configuration().voters, (id) =>
-      id === this.id ? this.nowTicks : (this.progress.get(id)?.lastResponseTick ?? Number.NEGATIVE_INFINITY),
+      id === this.id ? this.nowTicks : (this.countedProgress(id)?.lastResponseTick ?? Number.NEGATIVE_INFINITY),
     )
     return this.nowTicks - quorumTick < this.settings.electionTimeoutTicks
   }
@@ -833,6 +835,16 @@ export class RaftCore {
     const progress = this.progress.get(message.from)
     // Any message of this term from a member shows it is alive and follows us (CheckQuorum).
     if (progress !== undefined) progress.lastResponseTick = this.nowTicks
+    // Whether its answers count towards majorities: not while it says it lost its state (HeartbeatResponse.rebuilt).
+    // Once they count again, what it already holds may complete a majority.
+    if (progress !== undefined && (message.type === 'appendEntriesResponse' || message.type === 'heartbeatResponse')) {
+      const counted = message.rebuilt !== true
+      if (counted !== progress.counted) {
+        progress.counted = counted
+        if (counted) this.maybeCommit()
+        if (this.role !== 'leader') return
+      }
+    }
     switch (message.type) {
       case 'appendEntriesResponse':
         if (progress !== undefined) this.handleAppendEntriesResponse(message, progress)
@@ -899,6 +911,17 @@ export class RaftCore {
     }
   }
 
+  /** A follower's progress when its answers count towards majorities (Progress.counted); otherwise undefined. */
+  private countedProgress(id: NodeId): Progress | undefined {
+    const progress = this.progress.get(id)
+    return progress?.counted === true ? progress : undefined
+  }
+
+  /** Whether this server waits for the answer to its join, and so lost or never had what its answers vouch for. */
+  private rebuilt(): boolean {
+    return this.voteFromIndex === VOTE_INDEX_UNKNOWN
+  }
+
   private heardFromLeader(leader: NodeId): void {
     this.electionElapsedTicks = 0
     this.leaderContactElapsedTicks = 0
@@ -933,7 +956,8 @@ export class RaftCore {
     // storage was wiped (an operator rebuilding a node) has less than the leader remembers: commit only what it
     // holds, all of which came through AppendEntries' consistency check; the leader's probe brings the rest.
     this.log.commitTo(Math.min(message.leaderCommit, this.log.lastIndex()))
-    this.send<'heartbeatResponse'>({ type: 'heartbeatResponse', to: message.from, term: this.term, seq: message.seq, tick: message.tick, lastIndex: this.log.lastIndex() })
+    const rebuilt = this.rebuilt() ? { rebuilt: true } : {}
+    this.send<'heartbeatResponse'>({ type: 'heartbeatResponse', to: message.from, term: this.term, seq: message.seq, tick: message.tick, lastIndex: this.log.lastIndex(), ...rebuilt })
   }
 
   private handleInstallSnapshot(message: InstallSnapshot): void {
@@ -954,7 +978,8 @@ export class RaftCore {
   }
 
   private sendAppendEntriesResponse(to: NodeId, success: boolean, index: number, conflictIndex: number, conflictTerm: number): void {
-    this.send<'appendEntriesResponse'>({ type: 'appendEntriesResponse', to, term: this.term, success, index, conflictIndex, conflictTerm })
+    const rebuilt = this.rebuilt() ? { rebuilt: true } : {}
+    this.send<'appendEntriesResponse'>({ type: 'appendEntriesResponse', to, term: this.term, success, index, conflictIndex, conflictTerm, ...rebuilt })
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -1043,8 +1068,10 @@ export class RaftCore {
       progress.matchIndex = message.lastIndex
       progress.becomeProbe()
     }
-    progress.ackedSeq = Math.max(progress.ackedSeq, message.seq)
-    progress.ackedTick = Math.max(progress.ackedTick, message.tick)
+    if (progress.counted) {
+      progress.ackedSeq = Math.max(progress.ackedSeq, message.seq)
+      progress.ackedTick = Math.max(progress.ackedTick, message.tick)
+    }
     // A follower that is behind, or one we are probing, gets an AppendEntries now rather than at the next proposal;
     // if everything in flight to it was lost, this is what restarts the flow.
     if (progress.matchIndex < this.log.lastIndex() || progress.state === 'probe') this.maybeSendAppend(message.from, true)
@@ -1057,7 +1084,7 @@ export class RaftCore {
    */
   private maybeCommit(): boolean {
     const index = majorityValue(this.log.configuration().voters, (id) =>
-      id === this.id ? this.log.persistedIndex() : (this.progress.get(id)?.matchIndex ?? 0),
+      id === this.id ? this.log.persistedIndex() : (this.countedProgress(id)?.matchIndex ?? 0),
     )
     if (index <= this.log.commitIndex || this.log.term(index) !== this.term) return false
     this.log.commitTo(index)
@@ -1190,7 +1217,7 @@ export class RaftCore {
   private releaseConfirmedReads(): void {
     if (this.readsAwaitingQuorum.length === 0) return
     const confirmedSeq = majorityValue(this.log.configuration().voters, (id) =>
-      id === this.id ? Number.POSITIVE_INFINITY : (this.progress.get(id)?.ackedSeq ?? 0),
+      id === this.id ? Number.POSITIVE_INFINITY : (this.countedProgress(id)?.ackedSeq ?? 0),
     )
     let released = 0
     for (const read of this.readsAwaitingQuorum) {

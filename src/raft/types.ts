@@ -4,6 +4,12 @@
  * Everything here is immutable once built: the core shares entry objects between its log and its messages.
  */
 
+/**
+ * The vote index of a server that waits for its cluster to answer its join (an empty data dir: a new server, or a
+ * rebuilt one). See MembershipRecord.voteFromIndex and RaftConfig.voteFromIndex.
+ */
+export const VOTE_INDEX_UNKNOWN = Number.MAX_SAFE_INTEGER
+
 /** A server's name. A server is identified by its name across restarts; its address is the transport's business. */
 export type NodeId = string
 

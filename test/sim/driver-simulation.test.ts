@@ -41,6 +41,10 @@ export const REGRESSION_SEEDS = [
   // A wiped server and one that never stored anything founded a second cluster while the third restarted (founding
   // now waits for every founder's answer).
   0x94c,
+  // A wiped voter acknowledged a stale leader's entries in a term below the vote it had given before the wipe: that
+  // leader committed with it what the leader elected by the vote then overwrote (its answers now count for nothing
+  // until its join is answered).
+  0x17928d9d,
 ]
 
 const SCHEDULES = Number(process.env['DRIVER_SIM_SCHEDULES'] ?? '2500')

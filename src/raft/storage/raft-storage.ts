@@ -39,7 +39,7 @@ export interface MembershipRecord {
   readonly incarnation?: string
 }
 
-export const VOTE_INDEX_UNKNOWN = Number.MAX_SAFE_INTEGER
+export { VOTE_INDEX_UNKNOWN } from '../types.js'
 
 export interface RaftStorage extends LogReader {
   persist(request: PersistRequest, sync: boolean): Promise<void>

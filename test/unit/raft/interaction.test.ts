@@ -31,7 +31,9 @@ function describeMessage(message: Message): string {
     case 'appendEntries':
       return `${head} prev=${message.prevLogIndex}/${message.prevLogTerm} entries=[${message.entries.map((e) => `${e.index}/${e.term}`).join(' ')}] commit=${message.leaderCommit}`
     case 'appendEntriesResponse':
-      return `${head} ${message.success ? 'ok' : 'reject'} index=${message.index}${message.success ? '' : ` hint=${message.conflictIndex}/${message.conflictTerm}`}`
+      return `${head} ${message.success ? 'ok' : 'reject'} index=${message.index}${message.success ? '' : ` hint=${message.conflictIndex}/${message.conflictTerm}`}${message.rebuilt === true ? ' rebuilt' : ''}`
+    case 'heartbeatResponse':
+      return `${head}${message.rebuilt === true ? ' rebuilt' : ''}`
     case 'heartbeat':
       return `${head} commit=${message.leaderCommit}`
     default:
@@ -404,15 +406,15 @@ describe('raft: interaction scripts', function () {
   c->a requestVoteResponse term=2 granted
   a->b appendEntries term=2 prev=2/1 entries=[3/2] commit=2
   a->c appendEntries term=2 prev=2/1 entries=[3/2] commit=2
-  b->a appendEntriesResponse term=2 reject index=2 hint=0/0
+  b->a appendEntriesResponse term=2 reject index=2 hint=0/0 rebuilt
   c->a appendEntriesResponse term=2 reject index=2 hint=1/1
   a->b appendEntries term=2 prev=0/0 entries=[1/1 2/1 3/2] commit=2
   a->c appendEntries term=2 prev=1/1 entries=[2/1 3/2] commit=2
-  b->a appendEntriesResponse term=2 ok index=3
+  b->a appendEntriesResponse term=2 ok index=3 rebuilt
   c->a appendEntriesResponse term=2 ok index=3
   a->b appendEntries term=2 prev=3/2 entries=[] commit=3
   a->c appendEntries term=2 prev=3/2 entries=[] commit=3
-  b->a appendEntriesResponse term=2 ok index=3
+  b->a appendEntriesResponse term=2 ok index=3 rebuilt
   c->a appendEntriesResponse term=2 ok index=3
 > status a
   a: leader term=2 leader=a commit=3 last=3
@@ -526,6 +528,95 @@ describe('raft: interaction scripts', function () {
 > log a
   a: 1/1 noop, 2/2 noop, 3/2 configuration(voters=a,b)
   a: configuration voters=a,b at 3`.trim(),
+    )
+  })
+
+  it('a voter that lost its data forgot a vote it gave: a stale leader must not commit with its acknowledgements, or the leader that vote elected overwrites a committed entry (§5.4, Figure 3)', function () {
+    const transcript = runScript(
+      `
+      # b leads term 1; everyone holds its no-op.
+      campaign b
+      stabilize
+      # a campaigns for term 2. c grants its vote and persists it, but a stops before it hears the answer (the grant
+      # stays queued to it), and b never hears of term 2.
+      campaign a
+      process-ready a
+      drop b
+      deliver c
+      process-ready c
+      # c loses its data and restarts empty, waiting for the answer to its join: it forgot term 2 and its vote.
+      wipe c
+      # b, still leader of term 1, appends x and probes c (its heartbeat answer shows c lost its log). c takes x,
+      # since term 1 is news to it, and says in its answers that it is rebuilt: b does not count them, and x stays
+      # uncommitted although b and c both hold it.
+      propose b x
+      tick b
+      stabilize b c
+      status b
+      # a wakes up: the vote c gave before it lost its data elects a in term 2, and a's no-op replaces x at index 2.
+      # Had b counted c's acknowledgement, x would have been committed, and now lost.
+      deliver a
+      process-ready a
+      stabilize
+      status a
+      log b
+      `,
+      {},
+    )
+    expect(transcript).to.equal(
+      `
+> campaign b
+> stabilize
+  b->a requestVote term=1 last=0/0
+  b->c requestVote term=1 last=0/0
+  a->b requestVoteResponse term=1 granted
+  c->b requestVoteResponse term=1 granted
+  b->a appendEntries term=1 prev=0/0 entries=[1/1] commit=0
+  b->c appendEntries term=1 prev=0/0 entries=[1/1] commit=0
+  a->b appendEntriesResponse term=1 ok index=1
+  c->b appendEntriesResponse term=1 ok index=1
+  b->a appendEntries term=1 prev=1/1 entries=[] commit=1
+  b->c appendEntries term=1 prev=1/1 entries=[] commit=1
+  a->b appendEntriesResponse term=1 ok index=1
+  c->b appendEntriesResponse term=1 ok index=1
+> campaign a
+> process-ready a
+  a->b requestVote term=2 last=1/1
+  a->c requestVote term=2 last=1/1
+> drop b
+> deliver c
+> process-ready c
+  c->a requestVoteResponse term=2 granted
+> wipe c
+> propose b x
+> tick b
+> stabilize b c
+  b->a heartbeat term=1 commit=1
+  b->c heartbeat term=1 commit=1
+  b->a appendEntries term=1 prev=1/1 entries=[2/1] commit=1
+  b->c appendEntries term=1 prev=1/1 entries=[2/1] commit=1
+  c->b heartbeatResponse term=1 rebuilt
+  c->b appendEntriesResponse term=1 reject index=1 hint=0/0 rebuilt
+  b->c appendEntries term=1 prev=0/0 entries=[1/1 2/1] commit=1
+  c->b appendEntriesResponse term=1 ok index=2 rebuilt
+> status b
+  b: leader term=1 leader=b commit=1 last=2
+> deliver a
+> process-ready a
+  a->b appendEntries term=2 prev=1/1 entries=[2/2] commit=1
+  a->c appendEntries term=2 prev=1/1 entries=[2/2] commit=1
+> stabilize
+  b->a appendEntriesResponse term=2 ok index=2
+  c->a appendEntriesResponse term=2 ok index=2 rebuilt
+  a->b appendEntries term=2 prev=2/2 entries=[] commit=2
+  a->c appendEntries term=2 prev=2/2 entries=[] commit=2
+  b->a appendEntriesResponse term=2 ok index=2
+  c->a appendEntriesResponse term=2 ok index=2 rebuilt
+> status a
+  a: leader term=2 leader=a commit=2 last=2
+> log b
+  b: 1/1 noop, 2/2 noop
+  b: configuration voters=a,b,c at 0`.trim(),
     )
   })
 })

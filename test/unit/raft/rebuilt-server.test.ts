@@ -6,12 +6,15 @@
  *   leader missing entries it had acknowledged and lost (§5.2, §5.4.1, Thesis §9.6);
  * - acknowledgements bounded by the leader's log: a follower acknowledges no more than the entries an AppendEntries
  *   showed it (§5.3), and a leader never counts a follower as holding more than its own log (Leader Append-Only,
- *   Figure 3), so that a broken Leader Completeness cannot make a leader look for entries it never had.
+ *   Figure 3), so that a broken Leader Completeness cannot make a leader look for entries it never had;
+ * - answers marked `rebuilt` while it waits for the answer to its join: a leader that still counts it as a voter keeps
+ *   replicating to it, but counts those answers towards no majority, since the server may have forgotten a term it
+ *   voted in (a stale leader could otherwise commit with it what a newer leader, elected with its old vote, overwrites).
  */
 import { expect } from 'chai'
 import type { AppendEntries, RequestVote } from '../../../src/raft/messages.js'
 import { VOTE_INDEX_UNKNOWN } from '../../../src/raft/storage/raft-storage.js'
-import { entriesWithTerms, newNode, sent, storageWithLog, TestNetwork, type TestNode } from './support.js'
+import { entriesWithTerms, newNode, sent, storageWithLog, TestNetwork, type CoreOptions, type TestNode } from './support.js'
 
 function voteRequest(fields: Partial<RequestVote> & Pick<RequestVote, 'from' | 'to' | 'term'>): RequestVote {
   return { type: 'requestVote', preVote: false, lastLogIndex: 0, lastLogTerm: 0, transfer: false, ...fields }
@@ -142,6 +145,61 @@ describe('raft: a rebuilt server (empty data dir)', function () {
       expect(leader.status).to.include({ role: 'leader', term: 1, lastIndex: 1 })
       expect(leader.status.progress!['c']!.matchIndex).to.be.at.most(leader.status.lastIndex)
       expect(() => network.tickAll(3)).to.not.throw()
+    })
+  })
+
+  describe('a server awaiting the answer to its join: its answers count towards no majority', function () {
+    const ids = ['a', 'b', 'c']
+    const options: CoreOptions = { checkQuorum: true, electionTimeoutTicks: 10, leaseTicks: 8 }
+
+    /** a leads with b cut off, and c lost its data and waits for the answer to its join: a still counts c as a voter. */
+    function leaderWithRebuiltVoter(): { network: TestNetwork; leader: TestNode; rebuilt: TestNode } {
+      const network = TestNetwork.of(ids, options)
+      network.elect('a')
+      network.tickAll(1)
+      network.isolate('b')
+      const rebuilt = newNode('c', ids, { ...options, voteFromIndex: VOTE_INDEX_UNKNOWN }, undefined, 103)
+      network.nodes.set('c', rebuilt)
+      return { network, leader: network.node('a'), rebuilt }
+    }
+
+    it('says so in its answers to AppendEntries and heartbeats, and stops once it knows where it was re-added', function () {
+      const node = newNode('c', ids, { voteFromIndex: VOTE_INDEX_UNKNOWN })
+      node.core.step(appendEntries({ term: 1, entries: entriesWithTerms([1]) }))
+      node.core.step({ type: 'heartbeat', from: 'a', to: 'c', term: 1, leaderCommit: 1, seq: 1, tick: 1 })
+      const before = node.drain()
+      expect(sent(before, 'appendEntriesResponse').map((m) => m.rebuilt)).to.deep.equal([true])
+      expect(sent(before, 'heartbeatResponse').map((m) => m.rebuilt)).to.deep.equal([true])
+      node.core.setVoteFromIndex(1)
+      node.core.step({ type: 'heartbeat', from: 'a', to: 'c', term: 1, leaderCommit: 1, seq: 2, tick: 2 })
+      expect(sent(node.drain(), 'heartbeatResponse').map((m) => m.rebuilt)).to.deep.equal([undefined])
+    })
+
+    it('a leader replicates to it but does not commit with its acknowledgements; they count once it stops saying so', function () {
+      const { network, leader, rebuilt } = leaderWithRebuiltVoter()
+      network.propose('a', 'x')
+      // Its heartbeat answer shows the leader that c lost what it had acknowledged: the leader probes it from there.
+      network.tickAll(1)
+      // c holds x durably and the leader knows it, but a and c are a majority only if c's answer vouches for c.
+      expect(rebuilt.status.lastIndex).to.equal(2)
+      expect(leader.status.progress!['c']!.matchIndex).to.equal(2)
+      expect(leader.status.commitIndex).to.equal(1)
+      rebuilt.core.setVoteFromIndex(2)
+      network.tickAll(1)
+      expect(leader.status.commitIndex).to.equal(2)
+      expect(rebuilt.appliedCommands()).to.deep.equal(['x'])
+    })
+
+    it('a leader confirms neither a ReadIndex nor its lease with its heartbeat answers, and steps down (CheckQuorum)', function () {
+      const { network, leader } = leaderWithRebuiltVoter()
+      leader.core.readIndex('r1')
+      network.tickAll(1)
+      expect(leader.readStates).to.deep.equal([])
+      network.tickAll(8)
+      expect(leader.core.isLeaseValid()).to.equal(false)
+      expect(leader.status.role).to.equal('leader')
+      network.tickAll(2)
+      expect(leader.status.role).to.equal('follower')
     })
   })
 })
