@@ -11,6 +11,7 @@
  * clock (token expiry): joiners share the first run's clock reading, taken in the same turn of the loop, at most a
  * few milliseconds earlier, never a later turn's.
  */
+import { pacer, stringifyPaced } from '../lib/pace.js'
 import type { ApiContext } from './context.js'
 import { queryOf, RESULT_PARAMS, secretOf } from './request.js'
 import { requestHeader } from './headers.js'
@@ -78,6 +79,27 @@ export function coalesceKey(ctx: ApiContext, appliedIndex: number, scope: readon
   // them: the same caller asking under either name gets the same answer.
   const namespaceHeader = requestHeader(ctx, 'Namespace')?.value ?? ''
   return JSON.stringify([appliedIndex, ctx.path, params, secretOf(ctx) ?? '', namespaceHeader, ...scope])
+}
+
+/** Lists longer than this are serialized an item at a time, giving the event loop turns (lib/pace.ts). */
+export const PACED_SERIALIZE_ITEMS = 1_000
+
+const serializing = new WeakMap<ReadResult, Promise<void>>()
+
+/**
+ * For a list longer than PACED_SERIALIZE_ITEMS, computes its JSON (result.jsonChunks) yielding to the event loop as it
+ * goes, once however many coalesced reads share the result; undefined when there is nothing to wait for.
+ */
+export function serializeLargeBody(result: ReadResult): Promise<void> | undefined {
+  if (result.jsonChunks !== undefined || !Array.isArray(result.body) || result.body.length <= PACED_SERIALIZE_ITEMS) return undefined
+  let done = serializing.get(result)
+  if (done === undefined) {
+    done = stringifyPaced(result.body, pacer()).then((json) => {
+      result.jsonChunks = json
+    })
+    serializing.set(result, done)
+  }
+  return done
 }
 
 /** The JSON text of a result's body, computed once however many responses carry it. */

@@ -10,11 +10,13 @@
  * Every header goes out under the contract's name and Consul's (headers.ts).
  */
 import { randomInt } from 'node:crypto'
+import { Readable } from 'node:stream'
+import type { JsonChunks } from '../lib/pace.js'
 import { WardenError } from '../lib/errors.js'
 import type { Table } from '../state/keys.js'
 import type { ApiContext } from './context.js'
 import { blockingOf, consistencyOf, hasParam } from './request.js'
-import { coalesceKey, ReadCoalescer, serializedBody } from './coalesce.js'
+import { coalesceKey, ReadCoalescer, serializedBody, serializeLargeBody } from './coalesce.js'
 import { setResponseHeader } from './headers.js'
 
 export interface ReadResult {
@@ -25,6 +27,8 @@ export interface ReadResult {
   filtered?: boolean
   /** The body as JSON, once serialized: coalesced reads share the result and so the text (coalesce.ts). */
   json?: string
+  /** A long list's JSON, made a slice at a time (coalesce.ts serializeLargeBody); sent as it is, never joined. */
+  jsonChunks?: JsonChunks
 }
 
 export interface ReadSpec {
@@ -129,6 +133,9 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
       result = await run()
     }
   }
+  // A long list's JSON is made a slice at a time (coalesce.ts); ?pretty is indented whole by the app.
+  const serializing = hasParam(ctx, 'pretty') ? undefined : serializeLargeBody(result)
+  if (serializing !== undefined) await serializing
   respond(ctx, spec, effective, result, indexAtRun)
 }
 
@@ -143,7 +150,11 @@ function respond(ctx: ApiContext, spec: ReadSpec, effective: string, result: Rea
   if (result.body !== null && typeof result.body === 'object' && !hasParam(ctx as ApiContext, 'pretty')) {
     // The type first: Koa types a string body as text unless a type is already set.
     ctx.type = 'application/json'
-    ctx.body = serializedBody(result)
+    if (result.jsonChunks !== undefined) {
+      // Each response reads the shared chunks through its own stream; the length keeps Content-Length.
+      ctx.body = Readable.from(result.jsonChunks.chunks, { objectMode: false })
+      ctx.length = result.jsonChunks.bytes
+    } else ctx.body = serializedBody(result)
   } else ctx.body = result.body
 }
 

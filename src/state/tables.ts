@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto'
 import { isUuid } from '../lib/ids.js'
+import { mapPaced, type Pacer } from '../lib/pace.js'
 import {
   indexPrefix,
   nsKey,
@@ -162,23 +163,28 @@ export async function keysByIndex<R>(reader: Reader, spec: TableSpec<R>, index: 
  * Records whose `index` links them to the record `linkedKey` of `linked`, or none if that record is gone: a deleted
  * policy's or role's links stay in the index of what linked to it, but no read shows them any more.
  */
-export async function listLinkedTo<R, L>(reader: Reader, spec: TableSpec<R>, index: string, linked: TableSpec<L>, linkedKey: string): Promise<R[]> {
+export async function listLinkedTo<R, L>(reader: Reader, spec: TableSpec<R>, index: string, linked: TableSpec<L>, linkedKey: string, pace?: Pacer): Promise<R[]> {
   if ((await getRecord(reader, linked, linkedKey)) === undefined) return []
-  return listByIndex(reader, spec, index, linkedKey)
+  return listByIndex(reader, spec, index, linkedKey, pace)
 }
 
-export async function listByIndex<R>(reader: Reader, spec: TableSpec<R>, index: string, value: string): Promise<R[]> {
+/** The records an index value lists, in key order; a list served over HTTP passes a Pacer (lib/pace.ts). */
+export async function listByIndex<R>(reader: Reader, spec: TableSpec<R>, index: string, value: string, pace?: Pacer): Promise<R[]> {
   const records: R[] = []
   for (const key of await keysByIndex(reader, spec, index, value)) {
     const record = await getRecord(reader, spec, key)
     if (record !== undefined) records.push(record)
+    const turn = pace?.()
+    if (turn !== undefined) await turn
   }
   return records
 }
 
-/** Every record of a table whose key starts with `keyPrefix` (the whole table when empty). */
-export async function listRecords<R>(reader: Reader, spec: TableSpec<R>, keyPrefix = ''): Promise<R[]> {
-  return (await reader.values(recordPrefix(spec.table) + keyPrefix)).map((bytes) => decode<R>(bytes))
+/** Every record of a table whose key starts with `keyPrefix` (the whole table when empty); see listByIndex for `pace`. */
+export async function listRecords<R>(reader: Reader, spec: TableSpec<R>, keyPrefix = '', pace?: Pacer): Promise<R[]> {
+  const values = await reader.values(recordPrefix(spec.table) + keyPrefix)
+  if (pace === undefined) return values.map((bytes) => decode<R>(bytes))
+  return mapPaced(values, pace, (bytes) => decode<R>(bytes))
 }
 
 /**

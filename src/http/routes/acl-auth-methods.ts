@@ -1,4 +1,5 @@
 /** Auth methods and binding rules: create, read, update, delete (with its cascade), list. */
+import { mapPaced, pacer } from '../../lib/pace.js'
 import Router from '@koa/router'
 import { InvalidInputError, NotFoundError } from '../../lib/errors.js'
 import { formatDuration, parseDuration } from '../../lib/duration.js'
@@ -140,8 +141,9 @@ async function listAuthMethods(ctx: ApiContext): Promise<void> {
   await serveRead(ctx, { table: 'auth-method', consistency: 'all', blocking: true }, async () => {
     await requirePermission(ctx, 'acl', 'read')
     const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
-    const methods = await listRecords(ctx.state.app.state.reader, authMethodSpec, namespace === '*' ? '' : nsKey(namespace, ''))
-    return { body: methods.map((method) => renderAuthMethod(method, 'list')) }
+    const pace = pacer()
+    const methods = await listRecords(ctx.state.app.state.reader, authMethodSpec, namespace === '*' ? '' : nsKey(namespace, ''), pace)
+    return { body: await mapPaced(methods, pace, (method) => renderAuthMethod(method, 'list')) }
   })
 }
 
@@ -301,13 +303,14 @@ async function listBindingRules(ctx: ApiContext): Promise<void> {
     const { reader } = ctx.state.app.state
     const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
     const authMethod = queryParam(ctx, 'authmethod')
+    const pace = pacer()
     let rules: AclBindingRule[]
     if (authMethod) {
-      rules = await listByIndex(reader, bindingRuleSpec, 'authmethod', nsKey(namespace === '*' ? 'default' : namespace, authMethod))
+      rules = await listByIndex(reader, bindingRuleSpec, 'authmethod', nsKey(namespace === '*' ? 'default' : namespace, authMethod), pace)
     } else {
-      rules = namespace === '*' ? await listRecords(reader, bindingRuleSpec) : await listByIndex(reader, bindingRuleSpec, 'ns', namespace)
+      rules = namespace === '*' ? await listRecords(reader, bindingRuleSpec, '', pace) : await listByIndex(reader, bindingRuleSpec, 'ns', namespace, pace)
     }
-    return { body: rules.map((rule) => renderBindingRule(rule, 'list')) }
+    return { body: await mapPaced(rules, pace, (rule) => renderBindingRule(rule, 'list')) }
   })
 }
 

@@ -1,4 +1,5 @@
 /** Policies and roles: create, read by ID and by name, update, delete, list. */
+import { mapPaced, pacer } from '../../lib/pace.js'
 import Router from '@koa/router'
 import { InvalidInputError, NotFoundError } from '../../lib/errors.js'
 import { isUuid, newUuid } from '../../lib/ids.js'
@@ -116,8 +117,9 @@ async function listPolicies(ctx: ApiContext): Promise<void> {
     await requirePermission(ctx, 'acl', 'read')
     const { reader } = ctx.state.app.state
     const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
-    const policies = namespace === '*' ? await listRecords(reader, policySpec) : await listByIndex(reader, policySpec, 'ns', namespace)
-    return { body: policies.map((policy) => renderPolicy(policy, 'list')) }
+    const pace = pacer()
+    const policies = namespace === '*' ? await listRecords(reader, policySpec, '', pace) : await listByIndex(reader, policySpec, 'ns', namespace, pace)
+    return { body: await mapPaced(policies, pace, (policy) => renderPolicy(policy, 'list')) }
   })
 }
 
@@ -165,11 +167,12 @@ async function listRoles(ctx: ApiContext): Promise<void> {
     const { reader } = ctx.state.app.state
     const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
     const policy = queryParam(ctx, 'policy')
+    const pace = pacer()
     let roles: AclRole[]
-    if (policy) roles = (await listLinkedTo(reader, roleSpec, 'policy', policySpec, idParam(policy, 'policy'))).filter((role) => namespace === '*' || role.Namespace === namespace)
-    else roles = namespace === '*' ? await listRecords(reader, roleSpec) : await listByIndex(reader, roleSpec, 'ns', namespace)
+    if (policy) roles = (await listLinkedTo(reader, roleSpec, 'policy', policySpec, idParam(policy, 'policy'), pace)).filter((role) => namespace === '*' || role.Namespace === namespace)
+    else roles = namespace === '*' ? await listRecords(reader, roleSpec, '', pace) : await listByIndex(reader, roleSpec, 'ns', namespace, pace)
     const names = new LinkNames(reader)
-    return { body: await Promise.all(roles.map((role) => renderRole(role, names))) }
+    return { body: await mapPaced(roles, pace, (role) => renderRole(role, names)) }
   })
 }
 

@@ -3,6 +3,7 @@
  * expiry bounds) or randomness (AccessorID, SecretID) is decided here and travels in the command; what needs the
  * state (unique IDs, links, immutable fields) is decided when the command is applied.
  */
+import { mapPaced, pacer } from '../../lib/pace.js'
 import Router from '@koa/router'
 import { AclNotFoundError, InvalidInputError, NotFoundError } from '../../lib/errors.js'
 import { formatDuration, parseDuration } from '../../lib/duration.js'
@@ -301,16 +302,17 @@ async function listTokens(ctx: ApiContext): Promise<void> {
     const role = queryParam(ctx, 'role')
     const service = queryParam(ctx, 'servicename')
     const authMethod = queryParam(ctx, 'authmethod')
+    const pace = pacer()
     let tokens: AclToken[]
     // Each filter is a lookup in its index; the namespace test and any further filter apply to what it found.
-    if (policy) tokens = await listLinkedTo(reader, tokenSpec, 'policy', policySpec, accessorParam(policy, 'policy'))
-    else if (role) tokens = await listLinkedTo(reader, tokenSpec, 'role', roleSpec, accessorParam(role, 'role'))
-    else if (service) tokens = await listByIndex(reader, tokenSpec, 'service', service)
+    if (policy) tokens = await listLinkedTo(reader, tokenSpec, 'policy', policySpec, accessorParam(policy, 'policy'), pace)
+    else if (role) tokens = await listLinkedTo(reader, tokenSpec, 'role', roleSpec, accessorParam(role, 'role'), pace)
+    else if (service) tokens = await listByIndex(reader, tokenSpec, 'service', service, pace)
     else if (authMethod) {
       const methodNamespace = queryParam(ctx, 'authmethod-ns') || (namespace === '*' ? 'default' : namespace)
-      tokens = await listByIndex(reader, tokenSpec, 'authmethod', nsKey(methodNamespace, authMethod))
-    } else if (namespace === '*') tokens = await listRecords(reader, tokenSpec)
-    else tokens = await listByIndex(reader, tokenSpec, 'ns', namespace)
+      tokens = await listByIndex(reader, tokenSpec, 'authmethod', nsKey(methodNamespace, authMethod), pace)
+    } else if (namespace === '*') tokens = await listRecords(reader, tokenSpec, '', pace)
+    else tokens = await listByIndex(reader, tokenSpec, 'ns', namespace, pace)
     const nowMs = ctx.state.app.now()
     const matches = (token: AclToken): boolean =>
       (namespace === '*' || token.Namespace === namespace) &&
@@ -321,9 +323,7 @@ async function listTokens(ctx: ApiContext): Promise<void> {
       (!authMethod || token.AuthMethod === authMethod)
     const show = await showSecrets(ctx)
     const names = new LinkNames(reader)
-    const body = []
-    for (const token of tokens.filter(matches)) body.push(await renderToken(token, names, show))
-    return { body }
+    return { body: await mapPaced(tokens.filter(matches), pace, (token) => renderToken(token, names, show)) }
   })
 }
 
