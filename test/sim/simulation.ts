@@ -536,8 +536,11 @@ export class Simulation {
     if (this.rng.chance(this.options.readProbability) && running.some((node) => node.up)) {
       const node = this.pick(running.filter((node) => node.up))
       const context = `r${++this.readSequence}`
-      const result = node.core!.readIndex(context)
-      this.trace(() => `read ${context} at ${node.id}: ${result.ok ? 'started' : result.error}`)
+      // Every other read accepts the leader's lease (a default read), which a leader holding one answers at once; the
+      // others (?consistent) confirm with a heartbeat round. By the sequence, not the RNG, so schedules keep their draws.
+      const lease = this.readSequence % 2 === 0
+      const result = node.core!.readIndex(context, { lease })
+      this.trace(() => `read ${context}${lease ? ' (lease)' : ''} at ${node.id}: ${result.ok ? 'started' : result.error}`)
       if (result.ok) this.reads.set(context, this.checker.commitIndex)
       this.process(node)
     }
