@@ -11,7 +11,7 @@
  */
 import { randomInt } from 'node:crypto'
 import { Readable } from 'node:stream'
-import type { JsonChunks } from '../lib/pace.js'
+import { TurnQueue, type JsonChunks } from '../lib/pace.js'
 import { WardenError } from '../lib/errors.js'
 import type { Table } from '../state/keys.js'
 import type { ApiContext } from './context.js'
@@ -54,6 +54,13 @@ function reportedIndex(tableIndex: number): number {
 }
 
 let waitingQueries = 0
+
+/**
+ * Blocking queries a write woke are released this many per turn of the event loop (lib/pace.ts TurnQueue): each one
+ * runs its read again and answers in that turn, some 50 µs, so a turn holds the loop for about 5 ms however many wait.
+ */
+export const WAKES_PER_TURN = 100
+const wakes = new TurnQueue(WAKES_PER_TURN)
 
 export function waitingQueryCount(): number {
   return waitingQueries
@@ -189,7 +196,7 @@ function waitForChange(
     const onClose = (): void => finish('gone')
     const onClosing = (): void => finish('timeout')
     const timer = setTimeout(() => finish('timeout'), Math.max(0, deadline - Date.now()))
-    const unsubscribe = watches.subscribe(table, recordKey === undefined ? undefined : [recordKey], () => finish('changed'))
+    const unsubscribe = watches.subscribe(table, recordKey === undefined ? undefined : [recordKey], () => wakes.push(() => finish('changed')))
     ctx.res.on('close', onClose)
     releasedOnStop(ctx.state.app.closing).add(onClosing)
   })

@@ -79,3 +79,53 @@ export async function stringifyPaced(items: readonly unknown[], pace: Pacer): Pr
   }
   return { chunks, bytes }
 }
+
+/**
+ * Runs callbacks at most `perTurn` per turn of the event loop, in the order they came. What each callback sets off in
+ * microtasks (a woken blocking query's run and its response) runs in the same turn, before the next batch: one write
+ * woke 10,000 blocking queries, and answering them all in one turn held the event loop for 0.6 s (a `--dev` node).
+ */
+export class TurnQueue {
+  private queue: Array<() => void> = []
+  private head = 0
+  private scheduled = false
+
+  constructor(private readonly perTurn: number) {}
+
+  push(callback: () => void): void {
+    this.queue.push(callback)
+    if (this.scheduled) return
+    this.scheduled = true
+    setImmediate(() => this.runBatch())
+  }
+
+  get size(): number {
+    return this.queue.length - this.head
+  }
+
+  private runBatch(): void {
+    const end = Math.min(this.queue.length, this.head + this.perTurn)
+    while (this.head < end) {
+      const callback = this.queue[this.head]!
+      this.queue[this.head] = noop
+      this.head += 1
+      try {
+        callback()
+      } catch (error) {
+        // Thrown where it would have been without the queue (uncaught), but after the queue has moved on.
+        setImmediate(() => {
+          throw error
+        })
+      }
+    }
+    if (this.head < this.queue.length) {
+      setImmediate(() => this.runBatch())
+      return
+    }
+    this.queue = []
+    this.head = 0
+    this.scheduled = false
+  }
+}
+
+function noop(): void {}

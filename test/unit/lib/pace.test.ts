@@ -1,9 +1,9 @@
 /**
  * Pacing long loops (lib/pace.ts): a pacer yields to the event loop once its slice is spent, mapPaced keeps order,
- * and stringifyPaced writes exactly JSON.stringify's bytes, across its chunks.
+ * stringifyPaced writes exactly JSON.stringify's bytes, across its chunks, and a TurnQueue runs a batch per turn.
  */
 import { expect } from 'chai'
-import { mapPaced, pacer, stringifyPaced } from '../../../src/lib/pace.js'
+import { mapPaced, pacer, stringifyPaced, TurnQueue } from '../../../src/lib/pace.js'
 
 describe('lib/pace: giving the event loop turns in long loops', () => {
   it('a pacer whose slice is not spent asks for no turn; a spent one yields a turn of the event loop', async () => {
@@ -52,5 +52,26 @@ describe('lib/pace: giving the event loop turns in long loops', () => {
       expect(text).to.equal(JSON.stringify(items))
       expect(bytes).to.equal(Buffer.byteLength(JSON.stringify(items)))
     }
+  })
+
+  it('a TurnQueue runs its callbacks in order, at most perTurn of them per turn of the event loop, and all of them', async () => {
+    const queue = new TurnQueue(100)
+    const ran: number[] = []
+    const turns: number[] = []
+    for (let i = 0; i < 250; i += 1) queue.push(() => ran.push(i))
+    expect(ran).to.deep.equal([])
+    expect(queue.size).to.equal(250)
+    for (let turn = 0; turn < 4; turn += 1) {
+      await new Promise((resolve) => setImmediate(resolve))
+      turns.push(ran.length)
+    }
+    // The queue's first turn was scheduled before this test's first wait, so each wait sees one more batch.
+    expect(turns).to.deep.equal([100, 200, 250, 250])
+    expect(ran).to.deep.equal(Array.from({ length: 250 }, (_, i) => i))
+    expect(queue.size).to.equal(0)
+    // Empty again, it starts over on the next push.
+    queue.push(() => ran.push(250))
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(ran.at(-1)).to.equal(250)
   })
 })
