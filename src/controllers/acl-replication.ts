@@ -19,6 +19,7 @@
  */
 import type { Logger } from 'pino'
 import { Backoff } from '../lib/backoff.js'
+import { pacer } from '../lib/pace.js'
 import { WardenError } from '../lib/errors.js'
 import { TokenBucket } from '../lib/token-bucket.js'
 import type { Cluster, ReplicationDetail, StatusDetail } from '../rpc/index.js'
@@ -323,8 +324,10 @@ export class AclReplicator {
       const prefix = recordPrefix(stream === 'policies' ? 'policy' : 'role')
       return (await reader.keys(prefix)).map((key) => key.slice(prefix.length))
     }
-    if (stream === 'tokens') return (await listRecords(reader, tokenSpec)).filter((token) => !token.Local).map((token) => token.AccessorID)
-    return (await listRecords(reader, configSpec)).filter((entry) => !LOCAL_CONFIG_KINDS.has(entry.Kind)).map((entry) => configDeleteKey(entry))
+    // Paced (lib/pace.ts): a million tokens decoded in one go would hold this secondary's event loop, its Raft group's
+    // heartbeats among the rest, for seconds.
+    if (stream === 'tokens') return (await listRecords(reader, tokenSpec, '', pacer())).filter((token) => !token.Local).map((token) => token.AccessorID)
+    return (await listRecords(reader, configSpec, '', pacer())).filter((entry) => !LOCAL_CONFIG_KINDS.has(entry.Kind)).map((entry) => configDeleteKey(entry))
   }
 
   private markBehind(stream: ReplicatedStream, remoteIndex: number, replicated: number): void {

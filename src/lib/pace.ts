@@ -6,8 +6,9 @@
  * tokens it is ten times longer than an election timeout. A loop that calls a Pacer after each item yields to the
  * event loop (setImmediate) once it has run for a slice, so that list requests share the node with everything else.
  *
- * For reads served over HTTP only: apply never yields (it must not let other work see a half-applied entry, and the
- * simulator counts on a task finishing within one turn of the loop).
+ * For reads outside the state machine (HTTP lists, the ACL replication's full walk) only: apply never yields (it must
+ * not let other work see a half-applied entry, and the simulator counts on a task finishing within one turn of the
+ * loop).
  */
 
 /** Returns undefined while the slice lasts, else a promise of the next turn of the event loop, to await. */

@@ -9,6 +9,7 @@
  */
 import Router from '@koa/router'
 import { InvalidInputError, NotFoundError } from '../../lib/errors.js'
+import { pacer } from '../../lib/pace.js'
 import { evaluateFilter, FILTER_WORK_MAX, FilterBudgetError, FilterSyntaxError, parseFilter, type FilterExpression } from '../../filter/index.js'
 import type { ConfigEntryWrite } from '../../state/commands.js'
 import { configEntryKey, configEntryPrefix } from '../../state/config-entries.js'
@@ -143,7 +144,7 @@ async function listEntries(ctx: ApiContext): Promise<void> {
   }
   await serveRead(ctx, { table: 'config', prepare, consistency: 'all', blocking: true }, async () => {
     const { permissions } = await callerOf(ctx)
-    const entries = await listRecords<ConfigEntry>(ctx.state.app.state.reader, configSpec, prefix)
+    const entries = await listRecords<ConfigEntry>(ctx.state.app.state.reader, configSpec, prefix, pacer())
     // As Consul does, ACLs drop what the caller may not read before the filter sees anything.
     const readable = entries.filter((entry) => canRead(permissions, kind, entry.Name))
     return { body: filter === undefined ? readable : filterEntries(readable, filter), filtered: readable.length < entries.length }
