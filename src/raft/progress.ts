@@ -60,13 +60,18 @@ export class Progress {
   paused = false
   /** The highest commit index sent to the follower, to avoid sending an empty AppendEntries for nothing. */
   sentCommitIndex = 0
-  /** The leader's tick when it last heard anything from this follower in its term (CheckQuorum, Thesis §6.2). */
+  /** The leader's tick when it last heard anything from this follower in its term (a snapshot is worth sending). */
   lastResponseTick: number
-  /**
-   * Whether this follower's answers count towards majorities (commit, ReadIndex, lease, CheckQuorum): false while its
-   * latest answer said `rebuilt` (messages.ts, HeartbeatResponse). Its matchIndex still drives replication to it.
+  /*
+   * What counts towards majorities comes only from answers that do not say `rebuilt` (messages.ts, HeartbeatResponse):
+   * a server waiting for the answer to its join may have forgotten a term it voted in. Its rebuilt answers still move
+   * matchIndex, which drives replication to it. Each field is raised by such answers alone, so no order of arrival
+   * (an answer its previous incarnation sent, delivered late) can make rebuilt answers count.
    */
-  counted = true
+  /** The highest index an answer that vouches for it acknowledged (commit, §5.3). */
+  vouchedIndex = 0
+  /** The leader's tick when an answer that vouches for it last came (CheckQuorum, Thesis §6.2). */
+  lastVouchedTick: number
   /** The highest heartbeat `seq` this follower has echoed in the leader's term (ReadIndex, Thesis §6.4). */
   ackedSeq = 0
   /** The highest heartbeat send tick this follower has echoed in the leader's term (leader lease, Thesis §6.4.1). */
@@ -82,6 +87,7 @@ export class Progress {
     this.nextIndex = nextIndex
     this.inflights = new Inflights(maxInflightMessages)
     this.lastResponseTick = nowTicks
+    this.lastVouchedTick = nowTicks
   }
 
   becomeProbe(): void {

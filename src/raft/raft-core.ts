@@ -581,7 +581,7 @@ export class RaftCore {
   leaseValidUntilTick(): number {
     if (this.role !== 'leader' || !this.settings.checkQuorum || this.leaseRevoked) return 0
     const quorumTick = majorityValue(this.log.configuration().voters, (id) =>
-      id === this.id ? this.leaseClock() : (this.countedProgress(id)?.ackedTick ?? Number.NEGATIVE_INFINITY),
+      id === this.id ? this.leaseClock() : (this.progress.get(id)?.ackedTick ?? Number.NEGATIVE_INFINITY),
     )
     return Math.max(0, quorumTick + this.settings.leaseTicks)
   }
@@ -764,7 +764,7 @@ export class RaftCore {
   /** Whether a majority of voters (this leader included, if it is one) was heard from within an election timeout. */
   private quorumActive(): boolean {
     const quorumTick = majorityValue(this.log.configuration().voters, (id) =>
-      id === this.id ? this.nowTicks : (this.countedProgress(id)?.lastResponseTick ?? Number.NEGATIVE_INFINITY),
+      id === this.id ? this.nowTicks : (this.progress.get(id)?.lastVouchedTick ?? Number.NEGATIVE_INFINITY),
     )
     return this.nowTicks - quorumTick < this.settings.electionTimeoutTicks
   }
@@ -833,17 +833,11 @@ export class RaftCore {
 
   private stepLeader(message: Message): void {
     const progress = this.progress.get(message.from)
-    // Any message of this term from a member shows it is alive and follows us (CheckQuorum).
-    if (progress !== undefined) progress.lastResponseTick = this.nowTicks
-    // Whether its answers count towards majorities: not while it says it lost its state (HeartbeatResponse.rebuilt).
-    // Once they count again, what it already holds may complete a majority.
-    if (progress !== undefined && (message.type === 'appendEntriesResponse' || message.type === 'heartbeatResponse')) {
-      const counted = message.rebuilt !== true
-      if (counted !== progress.counted) {
-        progress.counted = counted
-        if (counted) this.maybeCommit()
-        if (this.role !== 'leader') return
-      }
+    // Any message of this term from a member shows it is alive and follows us (CheckQuorum), unless it says it was
+    // rebuilt and waits for its join's answer (Progress.vouchedIndex).
+    if (progress !== undefined) {
+      progress.lastResponseTick = this.nowTicks
+      if (!isRebuiltAnswer(message)) progress.lastVouchedTick = this.nowTicks
     }
     switch (message.type) {
       case 'appendEntriesResponse':
@@ -909,12 +903,6 @@ export class RaftCore {
       default:
         return
     }
-  }
-
-  /** A follower's progress when its answers count towards majorities (Progress.counted); otherwise undefined. */
-  private countedProgress(id: NodeId): Progress | undefined {
-    const progress = this.progress.get(id)
-    return progress?.counted === true ? progress : undefined
   }
 
   /** Whether this server waits for the answer to its join, and so lost or never had what its answers vouch for. */
@@ -1041,8 +1029,14 @@ export class RaftCore {
     }
     // A follower never holds more of this term's log than the leader sent; an index past our log is a broken follower.
     const index = Math.min(message.index, this.log.lastIndex())
+    // Only an answer that does not say `rebuilt` counts towards commit (Progress.vouchedIndex).
+    const vouched = !isRebuiltAnswer(message) && index > progress.vouchedIndex
+    if (vouched) progress.vouchedIndex = index
     const updated = progress.maybeUpdate(index)
-    if (!updated && !(progress.matchIndex === index && progress.state === 'probe')) return
+    if (!updated && !(progress.matchIndex === index && progress.state === 'probe')) {
+      if (vouched) this.maybeCommit()
+      return
+    }
     if (progress.state === 'probe') {
       progress.becomeReplicate()
     } else if (progress.state === 'snapshot' && progress.matchIndex + 1 >= this.log.firstIndex()) {
@@ -1066,15 +1060,20 @@ export class RaftCore {
       // The follower lost entries it had acknowledged (an operator wiped its storage). Raft assumes this never
       // happens; rather than leave it stuck (every rejection would look stale), forget what it had and probe it again.
       progress.matchIndex = message.lastIndex
+      progress.vouchedIndex = Math.min(progress.vouchedIndex, message.lastIndex)
       progress.becomeProbe()
     }
-    if (progress.counted) {
+    const vouches = !isRebuiltAnswer(message)
+    if (vouches) {
       progress.ackedSeq = Math.max(progress.ackedSeq, message.seq)
       progress.ackedTick = Math.max(progress.ackedTick, message.tick)
     }
     // A follower that is behind, or one we are probing, gets an AppendEntries now rather than at the next proposal;
-    // if everything in flight to it was lost, this is what restarts the flow.
-    if (progress.matchIndex < this.log.lastIndex() || progress.state === 'probe') this.maybeSendAppend(message.from, true)
+    // if everything in flight to it was lost, this is what restarts the flow. So does one whose entries only rebuilt
+    // answers acknowledged, once it vouches for itself: its answer to that AppendEntries then counts towards commit
+    // (a heartbeat's answer shows no log matching, so it cannot).
+    const unvouched = vouches && progress.vouchedIndex < progress.matchIndex
+    if (progress.matchIndex < this.log.lastIndex() || progress.state === 'probe' || unvouched) this.maybeSendAppend(message.from, true)
     this.releaseConfirmedReads()
   }
 
@@ -1084,7 +1083,7 @@ export class RaftCore {
    */
   private maybeCommit(): boolean {
     const index = majorityValue(this.log.configuration().voters, (id) =>
-      id === this.id ? this.log.persistedIndex() : (this.countedProgress(id)?.matchIndex ?? 0),
+      id === this.id ? this.log.persistedIndex() : (this.progress.get(id)?.vouchedIndex ?? 0),
     )
     if (index <= this.log.commitIndex || this.log.term(index) !== this.term) return false
     this.log.commitTo(index)
@@ -1104,7 +1103,7 @@ export class RaftCore {
     // not wait for an election timeout (Thesis §3.10, §4.2.2).
     this.flushPendingSends()
     const lastIndex = this.log.lastIndex()
-    const successor = this.log.configuration().voters.find((id) => this.progress.get(id)?.matchIndex === lastIndex)
+    const successor = this.log.configuration().voters.find((id) => this.progress.get(id)?.vouchedIndex === lastIndex)
     if (successor !== undefined) this.sendTimeoutNow(successor)
     this.becomeFollower(this.term, null)
   }
@@ -1217,7 +1216,7 @@ export class RaftCore {
   private releaseConfirmedReads(): void {
     if (this.readsAwaitingQuorum.length === 0) return
     const confirmedSeq = majorityValue(this.log.configuration().voters, (id) =>
-      id === this.id ? Number.POSITIVE_INFINITY : (this.countedProgress(id)?.ackedSeq ?? 0),
+      id === this.id ? Number.POSITIVE_INFINITY : (this.progress.get(id)?.ackedSeq ?? 0),
     )
     let released = 0
     for (const read of this.readsAwaitingQuorum) {
@@ -1236,3 +1235,7 @@ export class RaftCore {
   }
 }
 
+/** An answer from a server waiting for its join's answer, which vouches for nothing (HeartbeatResponse.rebuilt). */
+function isRebuiltAnswer(message: Message): boolean {
+  return (message.type === 'appendEntriesResponse' || message.type === 'heartbeatResponse') && message.rebuilt === true
+}

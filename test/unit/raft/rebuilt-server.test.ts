@@ -12,9 +12,9 @@
  *   voted in (a stale leader could otherwise commit with it what a newer leader, elected with its old vote, overwrites).
  */
 import { expect } from 'chai'
-import type { AppendEntries, RequestVote } from '../../../src/raft/messages.js'
+import type { AppendEntries, Message, RequestVote } from '../../../src/raft/messages.js'
 import { VOTE_INDEX_UNKNOWN } from '../../../src/raft/storage/raft-storage.js'
-import { entriesWithTerms, newNode, sent, storageWithLog, TestNetwork, type CoreOptions, type TestNode } from './support.js'
+import { bytes, entriesWithTerms, newNode, sent, storageWithLog, TestNetwork, type CoreOptions, type TestNode } from './support.js'
 
 function voteRequest(fields: Partial<RequestVote> & Pick<RequestVote, 'from' | 'to' | 'term'>): RequestVote {
   return { type: 'requestVote', preVote: false, lastLogIndex: 0, lastLogTerm: 0, transfer: false, ...fields }
@@ -200,6 +200,73 @@ describe('raft: a rebuilt server (empty data dir)', function () {
       expect(leader.status.role).to.equal('leader')
       network.tickAll(2)
       expect(leader.status.role).to.equal('follower')
+    })
+
+    it('a late answer from before the wipe does not make the rebuilt acknowledgements count (review finding)', function () {
+      // Found by review: the leader once kept one flag per follower, set by whichever answer came last, so a delayed
+      // heartbeat answer from c's previous incarnation made c's rebuilt acknowledgement of x count, and b committed x.
+      const nodes = new Map<string, TestNode>(ids.map((id, i) => [id, newNode(id, ids, {}, undefined, i + 1)]))
+      const node = (id: string): TestNode => nodes.get(id)!
+      let queued: Message[] = []
+      const collect = (id: string): number => {
+        const messages = node(id).drain()
+        queued.push(...messages)
+        return messages.length
+      }
+      const deliver = (id: string): number => {
+        const messages = queued.filter((m) => m.to === id)
+        queued = queued.filter((m) => m.to !== id)
+        for (const message of messages) node(id).core.step(message)
+        return messages.length
+      }
+      const stabilize = (group: string[]): void => {
+        for (let round = 0; round < 100; round += 1) {
+          let busy = 0
+          for (const id of group) busy += collect(id)
+          for (const id of group) busy += deliver(id)
+          if (busy === 0) return
+        }
+        expect.fail('did not stabilize')
+      }
+      node('b').core.campaign()
+      stabilize(ids)
+      // b heartbeats; c's answer (term 1, from before its wipe) is held back in the network.
+      node('b').tick(1)
+      collect('b')
+      deliver('a')
+      deliver('c')
+      collect('a')
+      collect('c')
+      const held = queued.filter((m) => m.from === 'c' && m.to === 'b')
+      expect(held.map((m) => m.type)).to.include('heartbeatResponse')
+      queued = queued.filter((m) => !(m.from === 'c' && m.to === 'b'))
+      deliver('b')
+      // a campaigns for term 2, c votes for it (b hears nothing of it), then c loses its data.
+      node('a').core.campaign()
+      collect('a')
+      queued = queued.filter((m) => m.to !== 'b')
+      deliver('c')
+      collect('c')
+      nodes.set('c', newNode('c', ids, { voteFromIndex: VOTE_INDEX_UNKNOWN }, undefined, 103))
+      queued = queued.filter((m) => m.to !== 'c')
+      // b appends x; the rebuilt c acknowledges it, which does not count.
+      node('b').core.propose([bytes('x')])
+      node('b').tick(1)
+      stabilize(['b', 'c'])
+      expect(node('c').status.lastIndex).to.equal(2)
+      expect(node('b').status.commitIndex).to.equal(1)
+      // The held answer arrives: it vouches for what c held then, not for what the rebuilt c acknowledged since.
+      for (const message of held) node('b').core.step(message)
+      collect('b')
+      expect(node('b').status.commitIndex).to.equal(1)
+      expect(node('b').appliedCommands()).to.deep.equal([])
+      // a, elected with the vote c gave before its wipe, replaces x; b follows it.
+      deliver('a')
+      collect('a')
+      stabilize(ids)
+      expect(node('a').status).to.include({ role: 'leader', term: 2 })
+      expect(node('b').appliedCommands()).to.deep.equal([])
+      expect(node('b').storage.term(2)).to.equal(2)
     })
   })
 })
