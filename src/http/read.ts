@@ -14,6 +14,8 @@ import { Readable } from 'node:stream'
 import { TurnQueue, type JsonChunks } from '../lib/pace.js'
 import { WardenError } from '../lib/errors.js'
 import type { Table } from '../state/keys.js'
+import type { Reader } from '../state/reader.js'
+import type { StateStore } from '../state/store.js'
 import type { ApiContext } from './context.js'
 import { blockingOf, consistencyOf, hasParam } from './request.js'
 import { coalesceKey, ReadCoalescer, serializedBody, serializeLargeBody } from './coalesce.js'
@@ -99,10 +101,13 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
   // A run resolves the caller afresh, at the applied index it reads (a read joining it is keyed by that index).
   const run = (): Promise<ReadResult> => {
     indexAtRun = state.tableIndex(spec.table)
-    return coalescer.run(coalesceKey(ctx, state.lastApplied, scope), () => {
-      ctx.state.caller = undefined
-      return runAlone()
-    })
+    return coalescer.run(coalesceKey(ctx, state.lastApplied, scope), () =>
+      acrossReplacements(state, () => {
+        ctx.state.caller = undefined
+        indexAtRun = state.tableIndex(spec.table)
+        return runAlone()
+      }),
+    )
   }
   const blocking = spec.blocking ? blockingOf(ctx) : undefined
   let result = await run()
@@ -144,6 +149,36 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
   const serializing = hasParam(ctx, 'pretty') ? undefined : serializeLargeBody(result)
   if (serializing !== undefined) await serializing
   respond(ctx, spec, effective, result, indexAtRun)
+}
+
+/** How many times a read runs again when snapshot installs replaced the state under it. */
+const RUNS_ACROSS_REPLACEMENTS = 3
+
+/**
+ * Runs `read`, and again when it failed because a snapshot install replaced the state under it (the database it was
+ * reading closed): a paced list spends many turns of the event loop reading, and a follower may install a snapshot
+ * from its leader meanwhile. The new run reads the new state.
+ */
+export async function acrossReplacements<T>(state: Pick<StateStore, 'generation' | 'whenReplaced'>, read: () => Promise<T>): Promise<T> {
+  for (let run = 1; ; run += 1) {
+    const generation = state.generation
+    try {
+      return await read()
+    } catch (error) {
+      if (run === RUNS_ACROSS_REPLACEMENTS || state.generation === generation) throw error
+      await state.whenReplaced()
+    }
+  }
+}
+
+/** Runs `read` on a fixed view of the state (StateStore.view), for a list that yields while it reads (lib/pace.ts). */
+export async function withReadView<T>(ctx: ApiContext, read: (reader: Reader) => Promise<T>): Promise<T> {
+  const view = ctx.state.app.state.view()
+  try {
+    return await read(view.reader)
+  } finally {
+    view.close().catch(() => undefined)
+  }
 }
 
 function respond(ctx: ApiContext, spec: ReadSpec, effective: string, result: ReadResult, tableIndex: number): void {

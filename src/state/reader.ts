@@ -66,6 +66,26 @@ export function dbReader(db: StateDb): Reader {
   }
 }
 
+/**
+ * A reader of one LevelDB snapshot: whatever is applied after it was taken stays out of its answers. For reads that
+ * yield to the event loop between their parts (a paced list, lib/pace.ts), which would otherwise mix states.
+ */
+export function snapshotReader(db: StateDb, snapshot: ReturnType<StateDb['snapshot']>): Reader {
+  return {
+    get: async (key) => db.getSync(key, { snapshot }),
+    keys: async (prefix) => {
+      const keys: string[] = []
+      for await (const key of db.keys({ gte: prefix, lt: prefixEnd(prefix), snapshot })) keys.push(key)
+      return keys
+    },
+    values: async (prefix) => {
+      const values: Buffer[] = []
+      for await (const value of db.values({ gte: prefix, lt: prefixEnd(prefix), snapshot })) values.push(value)
+      return values
+    },
+  }
+}
+
 export async function getDecoded<T>(reader: Reader, key: string): Promise<T | undefined> {
   const bytes = await reader.get(key)
   return bytes === undefined ? undefined : decode<T>(bytes)

@@ -14,7 +14,7 @@ import { APPLIED_KEY, RESTORE_KEY, STAGED_PREFIX, SYNC_KEY, TABLES, tableIndexKe
 import { APPLIED_DURING_RESTORE, isRestoreCommand, planRestore, RestoreBuild, STAGED_END, type RestoreCommand, type RestoreProgress } from './restore.js'
 import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
-import { dbReader, type Reader, type StateDb } from './reader.js'
+import { dbReader, snapshotReader, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
 import { validateCommand } from './validate.js'
 import { Watches } from './watch.js'
@@ -125,6 +125,8 @@ export class StateStore {
   private readonly tableIndexes = new Map<Table, number>()
   private currentDb: StateDb
   private currentReader: Reader
+  private replacements = 0
+  private replacing: Promise<void> | undefined
 
   private constructor(
     db: StateDb,
@@ -142,6 +144,22 @@ export class StateStore {
 
   get reader(): Reader {
     return this.currentReader
+  }
+
+  /** How many times a snapshot install replaced the state (replace): a read that failed across one may run again. */
+  get generation(): number {
+    return this.replacements
+  }
+
+  /**
+   * The state as it is now, fixed: a LevelDB snapshot, for a read that yields to the event loop while it reads (a
+   * paced list), so that what applies meanwhile stays out of it. Close it when done. A snapshot install closes the
+   * database under it, and its reads then fail (see generation).
+   */
+  view(): { reader: Reader; close(): Promise<void> } {
+    const db = this.currentDb
+    const snapshot = db.snapshot()
+    return { reader: snapshotReader(db, snapshot), close: () => snapshot.close() }
   }
 
   static async open(directory: string): Promise<StateStore> {
@@ -174,6 +192,23 @@ export class StateStore {
    * every watcher and cache. Called from the apply loop only, so no apply runs meanwhile.
    */
   async replace(switchDirectories: (files: StateFiles) => Promise<void>): Promise<void> {
+    // Counted before the database closes under the reads in flight, so that each of them can tell (generation).
+    this.replacements += 1
+    const replaced = this.replaceDatabase(switchDirectories)
+    this.replacing = replaced
+    try {
+      await replaced
+    } finally {
+      if (this.replacing === replaced) this.replacing = undefined
+    }
+  }
+
+  /** Resolves once no snapshot install is replacing the state (at once when none is). */
+  async whenReplaced(): Promise<void> {
+    await this.replacing?.catch(() => undefined)
+  }
+
+  private async replaceDatabase(switchDirectories: (files: StateFiles) => Promise<void>): Promise<void> {
     // A build in progress is checked again against the new state's staged area at the next chunk.
     await this.build?.close()
     this.build = undefined

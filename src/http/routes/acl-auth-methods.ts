@@ -15,7 +15,7 @@ import type { AclAuthMethod, AclBindingRule, BindType, NamespaceRule } from '../
 import { authMethodSpec, bindingRuleSpec, getRecord, listByIndex, listRecords } from '../../state/tables.js'
 import type { ApiContext } from '../context.js'
 import { readJsonObject } from '../body.js'
-import { serveRead } from '../read.js'
+import { serveRead, withReadView } from '../read.js'
 import { renderAuthMethod, renderBindingRule } from '../render.js'
 import { namespaceOf, queryParam, requirePermission } from '../request.js'
 import { authMethodSchema, bindingRuleSchema } from '../schemas.js'
@@ -138,13 +138,15 @@ async function deleteAuthMethod(ctx: ApiContext): Promise<void> {
 }
 
 async function listAuthMethods(ctx: ApiContext): Promise<void> {
-  await serveRead(ctx, { table: 'auth-method', consistency: 'all', blocking: true }, async () => {
-    await requirePermission(ctx, 'acl', 'read')
-    const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
-    const pace = pacer()
-    const methods = await listRecords(ctx.state.app.state.reader, authMethodSpec, namespace === '*' ? '' : nsKey(namespace, ''), pace)
-    return { body: await mapPaced(methods, pace, (method) => renderAuthMethod(method, 'list')) }
-  })
+  await serveRead(ctx, { table: 'auth-method', consistency: 'all', blocking: true }, () =>
+    withReadView(ctx, async (reader) => {
+      await requirePermission(ctx, 'acl', 'read')
+      const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
+      const pace = pacer()
+      const methods = await listRecords(reader, authMethodSpec, namespace === '*' ? '' : nsKey(namespace, ''), pace)
+      return { body: await mapPaced(methods, pace, (method) => renderAuthMethod(method, 'list')) }
+    }),
+  )
 }
 
 interface BindingRuleBody {
@@ -298,20 +300,21 @@ async function deleteBindingRule(ctx: ApiContext): Promise<void> {
 }
 
 async function listBindingRules(ctx: ApiContext): Promise<void> {
-  await serveRead(ctx, { table: 'binding-rule', consistency: 'all', blocking: true }, async () => {
-    await requirePermission(ctx, 'acl', 'read')
-    const { reader } = ctx.state.app.state
-    const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
-    const authMethod = queryParam(ctx, 'authmethod')
-    const pace = pacer()
-    let rules: AclBindingRule[]
-    if (authMethod) {
-      rules = await listByIndex(reader, bindingRuleSpec, 'authmethod', nsKey(namespace === '*' ? 'default' : namespace, authMethod), pace)
-    } else {
-      rules = namespace === '*' ? await listRecords(reader, bindingRuleSpec, '', pace) : await listByIndex(reader, bindingRuleSpec, 'ns', namespace, pace)
-    }
-    return { body: await mapPaced(rules, pace, (rule) => renderBindingRule(rule, 'list')) }
-  })
+  await serveRead(ctx, { table: 'binding-rule', consistency: 'all', blocking: true }, () =>
+    withReadView(ctx, async (reader) => {
+      await requirePermission(ctx, 'acl', 'read')
+      const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
+      const authMethod = queryParam(ctx, 'authmethod')
+      const pace = pacer()
+      let rules: AclBindingRule[]
+      if (authMethod) {
+        rules = await listByIndex(reader, bindingRuleSpec, 'authmethod', nsKey(namespace === '*' ? 'default' : namespace, authMethod), pace)
+      } else {
+        rules = namespace === '*' ? await listRecords(reader, bindingRuleSpec, '', pace) : await listByIndex(reader, bindingRuleSpec, 'ns', namespace, pace)
+      }
+      return { body: await mapPaced(rules, pace, (rule) => renderBindingRule(rule, 'list')) }
+    }),
+  )
 }
 
 export function authMethodRoutes(router: Router): void {

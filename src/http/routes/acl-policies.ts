@@ -12,7 +12,7 @@ import { getByUnique, getRecord, listByIndex, listLinkedTo, listRecords, policyS
 import type { ApiContext } from '../context.js'
 import { checkDatacenters, checkLinks, checkNodeIdentities, checkServiceIdentities, checkTemplatedPolicies } from '../acl-fields.js'
 import { readJsonObject } from '../body.js'
-import { serveRead } from '../read.js'
+import { serveRead, withReadView } from '../read.js'
 import { LinkNames, renderPolicy, renderRole } from '../render.js'
 import { namespaceOf, queryParam, requirePermission } from '../request.js'
 import { policySchema, roleSchema } from '../schemas.js'
@@ -113,14 +113,15 @@ async function deleteById(ctx: ApiContext, type: 'acl.policy.delete' | 'acl.role
 }
 
 async function listPolicies(ctx: ApiContext): Promise<void> {
-  await serveRead(ctx, { table: 'policy', consistency: 'all', blocking: true }, async () => {
-    await requirePermission(ctx, 'acl', 'read')
-    const { reader } = ctx.state.app.state
-    const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
-    const pace = pacer()
-    const policies = namespace === '*' ? await listRecords(reader, policySpec, '', pace) : await listByIndex(reader, policySpec, 'ns', namespace, pace)
-    return { body: await mapPaced(policies, pace, (policy) => renderPolicy(policy, 'list')) }
-  })
+  await serveRead(ctx, { table: 'policy', consistency: 'all', blocking: true }, () =>
+    withReadView(ctx, async (reader) => {
+      await requirePermission(ctx, 'acl', 'read')
+      const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
+      const pace = pacer()
+      const policies = namespace === '*' ? await listRecords(reader, policySpec, '', pace) : await listByIndex(reader, policySpec, 'ns', namespace, pace)
+      return { body: await mapPaced(policies, pace, (policy) => renderPolicy(policy, 'list')) }
+    }),
+  )
 }
 
 interface RoleBody {
@@ -162,18 +163,19 @@ async function readRole(ctx: ApiContext, by: 'id' | 'name'): Promise<void> {
 }
 
 async function listRoles(ctx: ApiContext): Promise<void> {
-  await serveRead(ctx, { table: 'role', consistency: 'all', blocking: true }, async () => {
-    await requirePermission(ctx, 'acl', 'read')
-    const { reader } = ctx.state.app.state
-    const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
-    const policy = queryParam(ctx, 'policy')
-    const pace = pacer()
-    let roles: AclRole[]
-    if (policy) roles = (await listLinkedTo(reader, roleSpec, 'policy', policySpec, idParam(policy, 'policy'), pace)).filter((role) => namespace === '*' || role.Namespace === namespace)
-    else roles = namespace === '*' ? await listRecords(reader, roleSpec, '', pace) : await listByIndex(reader, roleSpec, 'ns', namespace, pace)
-    const names = new LinkNames(reader)
-    return { body: await mapPaced(roles, pace, (role) => renderRole(role, names)) }
-  })
+  await serveRead(ctx, { table: 'role', consistency: 'all', blocking: true }, () =>
+    withReadView(ctx, async (reader) => {
+      await requirePermission(ctx, 'acl', 'read')
+      const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
+      const policy = queryParam(ctx, 'policy')
+      const pace = pacer()
+      let roles: AclRole[]
+      if (policy) roles = (await listLinkedTo(reader, roleSpec, 'policy', policySpec, idParam(policy, 'policy'), pace)).filter((role) => namespace === '*' || role.Namespace === namespace)
+      else roles = namespace === '*' ? await listRecords(reader, roleSpec, '', pace) : await listByIndex(reader, roleSpec, 'ns', namespace, pace)
+      const names = new LinkNames(reader)
+      return { body: await mapPaced(roles, pace, (role) => renderRole(role, names)) }
+    }),
+  )
 }
 
 function missingName(what: 'policy' | 'role'): never {

@@ -20,7 +20,7 @@ import type { AclRole, AclToken, NodeIdentity, ServiceIdentity, TemplatedPolicyL
 import { getRecord, listByIndex, listLinkedTo, listRecords, policySpec, roleSpec, tokenSpec } from '../../state/tables.js'
 import type { ApiContext } from '../context.js'
 import { checkLinks, checkNodeIdentities, checkServiceIdentities, checkTemplatedPolicies } from '../acl-fields.js'
-import { serveRead } from '../read.js'
+import { serveRead, withReadView } from '../read.js'
 import { LinkNames, renderPolicy, renderRole, renderToken } from '../render.js'
 import { boolParam, callerOf, namespaceOf, queryParam, requirePermission, secretOf } from '../request.js'
 import { tokenSchema, tokenCloneSchema } from '../schemas.js'
@@ -294,37 +294,38 @@ async function readSelf(ctx: ApiContext): Promise<void> {
 }
 
 async function listTokens(ctx: ApiContext): Promise<void> {
-  await serveRead(ctx, { table: 'token', consistency: 'all', blocking: true }, async () => {
-    await requirePermission(ctx, 'acl', 'read')
-    const { reader } = ctx.state.app.state
-    const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
-    const policy = queryParam(ctx, 'policy')
-    const role = queryParam(ctx, 'role')
-    const service = queryParam(ctx, 'servicename')
-    const authMethod = queryParam(ctx, 'authmethod')
-    const pace = pacer()
-    let tokens: AclToken[]
-    // Each filter is a lookup in its index; the namespace test and any further filter apply to what it found.
-    if (policy) tokens = await listLinkedTo(reader, tokenSpec, 'policy', policySpec, accessorParam(policy, 'policy'), pace)
-    else if (role) tokens = await listLinkedTo(reader, tokenSpec, 'role', roleSpec, accessorParam(role, 'role'), pace)
-    else if (service) tokens = await listByIndex(reader, tokenSpec, 'service', service, pace)
-    else if (authMethod) {
-      const methodNamespace = queryParam(ctx, 'authmethod-ns') || (namespace === '*' ? 'default' : namespace)
-      tokens = await listByIndex(reader, tokenSpec, 'authmethod', nsKey(methodNamespace, authMethod), pace)
-    } else if (namespace === '*') tokens = await listRecords(reader, tokenSpec, '', pace)
-    else tokens = await listByIndex(reader, tokenSpec, 'ns', namespace, pace)
-    const nowMs = ctx.state.app.now()
-    const matches = (token: AclToken): boolean =>
-      (namespace === '*' || token.Namespace === namespace) &&
-      !isExpired(token, nowMs) &&
-      (!policy || token.Policies.some((link) => link.ID === policy.toLowerCase())) &&
-      (!role || token.Roles.some((link) => link.ID === role.toLowerCase())) &&
-      (!service || token.ServiceIdentities.some((identity) => identity.ServiceName === service)) &&
-      (!authMethod || token.AuthMethod === authMethod)
-    const show = await showSecrets(ctx)
-    const names = new LinkNames(reader)
-    return { body: await mapPaced(tokens.filter(matches), pace, (token) => renderToken(token, names, show)) }
-  })
+  await serveRead(ctx, { table: 'token', consistency: 'all', blocking: true }, () =>
+    withReadView(ctx, async (reader) => {
+      await requirePermission(ctx, 'acl', 'read')
+      const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
+      const policy = queryParam(ctx, 'policy')
+      const role = queryParam(ctx, 'role')
+      const service = queryParam(ctx, 'servicename')
+      const authMethod = queryParam(ctx, 'authmethod')
+      const pace = pacer()
+      let tokens: AclToken[]
+      // Each filter is a lookup in its index; the namespace test and any further filter apply to what it found.
+      if (policy) tokens = await listLinkedTo(reader, tokenSpec, 'policy', policySpec, accessorParam(policy, 'policy'), pace)
+      else if (role) tokens = await listLinkedTo(reader, tokenSpec, 'role', roleSpec, accessorParam(role, 'role'), pace)
+      else if (service) tokens = await listByIndex(reader, tokenSpec, 'service', service, pace)
+      else if (authMethod) {
+        const methodNamespace = queryParam(ctx, 'authmethod-ns') || (namespace === '*' ? 'default' : namespace)
+        tokens = await listByIndex(reader, tokenSpec, 'authmethod', nsKey(methodNamespace, authMethod), pace)
+      } else if (namespace === '*') tokens = await listRecords(reader, tokenSpec, '', pace)
+      else tokens = await listByIndex(reader, tokenSpec, 'ns', namespace, pace)
+      const nowMs = ctx.state.app.now()
+      const matches = (token: AclToken): boolean =>
+        (namespace === '*' || token.Namespace === namespace) &&
+        !isExpired(token, nowMs) &&
+        (!policy || token.Policies.some((link) => link.ID === policy.toLowerCase())) &&
+        (!role || token.Roles.some((link) => link.ID === role.toLowerCase())) &&
+        (!service || token.ServiceIdentities.some((identity) => identity.ServiceName === service)) &&
+        (!authMethod || token.AuthMethod === authMethod)
+      const show = await showSecrets(ctx)
+      const names = new LinkNames(reader)
+      return { body: await mapPaced(tokens.filter(matches), pace, (token) => renderToken(token, names, show)) }
+    }),
+  )
 }
 
 export function tokenRoutes(router: Router): void {
