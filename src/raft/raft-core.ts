@@ -30,7 +30,7 @@ import { Progress, type ProgressState } from './progress.js'
 import { majorityValue, voteResult } from './quorum.js'
 import { RaftLog } from './raft-log.js'
 import type { ReadState, Ready, SoftState } from './ready.js'
-import { VOTE_INDEX_UNKNOWN, type Configuration, type Entry, type EntryType, type HardState, type NodeId, type Role, type SnapshotMetadata } from './types.js'
+import type { Configuration, Entry, EntryType, HardState, NodeId, Role, SnapshotMetadata } from './types.js'
 
 export interface RaftConfig {
   /** This server's name. */
@@ -90,8 +90,8 @@ export interface RaftConfig {
    * This server neither grants votes nor campaigns until its commit index reaches this index. A server that came back
    * with an empty data dir forgot its votes and its log: until the leader has re-added it and it has caught up past
    * that point, its vote could elect a leader missing committed entries, or be given twice in one term. Default 0.
-   * VOTE_INDEX_UNKNOWN while it waits for the answer to its join: its answers to AppendEntries and heartbeats then
-   * say `rebuilt`, and count towards no majority (HeartbeatResponse.rebuilt).
+   * VOTE_INDEX_UNKNOWN while it waits for the answer to its join. Until its commit index reaches it, its answers to
+   * AppendEntries and heartbeats say `rebuilt`, and count towards no majority (HeartbeatResponse.rebuilt).
    */
   readonly voteFromIndex?: number
 }
@@ -905,9 +905,16 @@ export class RaftCore {
     }
   }
 
-  /** Whether this server waits for the answer to its join, and so lost or never had what its answers vouch for. */
+  /**
+   * Whether this server's answers must say `rebuilt`: until its commit index reaches the index at which it was
+   * re-added (mayVote), not only until its join is answered. The answer comes over the peer links, not Raft, so the
+   * server's term may still be older than the term it voted in before it lost its data; in a cluster of five a stale
+   * leader of that older term could then commit with it and one other voter while the removal committed with the
+   * three others (review finding). A commit index at the re-add means a leader whose log holds the re-add told it so,
+   * and it took that leader's term: every leader still counting it as a voter is older, and its messages are refused.
+   */
   private rebuilt(): boolean {
-    return this.voteFromIndex === VOTE_INDEX_UNKNOWN
+    return !this.mayVote()
   }
 
   private heardFromLeader(leader: NodeId): void {

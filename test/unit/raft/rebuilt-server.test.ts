@@ -33,6 +33,91 @@ function askForVotes(voter: TestNode, term: number): { vote: boolean | undefined
   return { vote, preVote }
 }
 
+/**
+ * Five voters (a review finding): b leads term 1 and appends x, which only d receives; b pauses; a is elected in term
+ * 2 by a, c and e; c loses its data; a commits its no-op, removes c and re-adds it as a learner with a, d and e; c
+ * hears that its join was answered while its Raft term is still older than 2; b resumes and replicates x to c, and
+ * d's acknowledgement of x, sent before d followed a, arrives. Returns a and b.
+ */
+function staleLeaderAndRejoinedVoter(options: CoreOptions): { a: TestNode; b: TestNode } {
+  const ids = ['a', 'b', 'c', 'd', 'e']
+  const nodes = new Map<string, TestNode>(ids.map((id, i) => [id, newNode(id, ids, options, undefined, i + 1)]))
+  const node = (id: string): TestNode => nodes.get(id)!
+  let queued: Message[] = []
+  const collect = (id: string): Message[] => { const m = node(id).drain(); queued.push(...m); return m }
+  const deliverWhere = (pred: (m: Message) => boolean): number => {
+    const ms = queued.filter(pred)
+    queued = queued.filter((m) => !pred(m))
+    for (const m of ms) node(m.to).core.step(m)
+    return ms.length
+  }
+  const stabilize = (group: string[]): void => {
+    for (let round = 0; round < 200; round += 1) {
+      let busy = 0
+      for (const id of group) busy += collect(id).length
+      busy += deliverWhere((m) => group.includes(m.to) && group.includes(m.from))
+      if (busy === 0) return
+    }
+    throw new Error('no stabilize')
+  }
+  const drop = (pred: (m: Message) => boolean) => { queued = queued.filter((m) => !pred(m)) }
+  // 1. b leads term 1; everyone holds b's noop (index 1), committed.
+  node('b').core.campaign()
+  stabilize(ids)
+  node('b').tick(1); stabilize(ids)
+  expect(node('b').status).to.include({ role: 'leader', term: 1, commitIndex: 1 })
+  // 2. b appends x at index 2; only d gets it. d's acknowledgement is held in the network.
+  node('b').core.propose([bytes('x')])
+  collect('b')
+  deliverWhere((m) => m.from === 'b' && m.to === 'd')
+  drop((m) => m.from === 'b')
+  const dAck = collect('d').filter((m) => m.to === 'b')
+  drop((m) => m.from === 'd')
+  expect(dAck.map((m) => m.type)).to.include('appendEntriesResponse')
+  // 3. b is paused (no ticks, nothing sent). a, c and e stop hearing from it; a campaigns in term 2 (pre-vote first
+  // when on); c and e vote for it (b and d hear nothing).
+  if (options.checkQuorum === true) for (let i = 0; i < 12; i += 1) { for (const id of ['a', 'c', 'e']) node(id).tick(1); }
+  drop(() => true)
+  node('a').core.campaign()
+  collect('a')
+  drop((m) => m.to === 'b' || m.to === 'd')
+  deliverWhere((m) => m.from === 'a')
+  collect('c'); collect('e')
+  deliverWhere((m) => m.to === 'a')
+  if (options.preVote === true) {
+    collect('a')
+    drop((m) => m.to === 'b' || m.to === 'd')
+    deliverWhere((m) => m.from === 'a')
+    collect('c'); collect('e')
+    deliverWhere((m) => m.to === 'a')
+  }
+  expect(node('a').status).to.include({ role: 'leader', term: 2 })
+  // 4. c loses its data and waits for its join's answer.
+  nodes.set('c', newNode('c', ids, { ...options, voteFromIndex: VOTE_INDEX_UNKNOWN }, undefined, 103))
+  drop((m) => m.to === 'c' || m.from === 'c')
+  // 5. a commits its noop, removes c and re-adds it as a learner, with a, d and e (b still leads term 1, cut off).
+  stabilize(['a', 'd', 'e'])
+  expect(node('a').status.commitIndex).to.equal(2)
+  expect(node('a').core.proposeConfChange({ type: 'removeServer', nodeId: 'c' }).ok).to.equal(true)
+  stabilize(['a', 'd', 'e'])
+  const readd = node('a').core.proposeConfChange({ type: 'addLearner', nodeId: 'c' })
+  expect(readd.ok).to.equal(true)
+  stabilize(['a', 'd', 'e'])
+  drop((m) => m.to === 'c' || m.to === 'b')
+  const R = (readd as { index: number }).index
+  expect(node('a').status.commitIndex).to.be.at.least(R)
+  // 6. The join is answered (over the peer links, not Raft): c may vote from R. Its Raft term is still 0.
+  node('c').core.setVoteFromIndex(R)
+  // 7. b, still leader of term 1, replicates x to c, whose answers no longer say 'rebuilt'.
+  expect(node('b').status).to.include({ role: 'leader', term: 1 })
+  node('b').tick(1)
+  stabilize(['b', 'c'])
+  // 8. d's acknowledgement of x, sent before d followed a, arrives.
+  for (const m of dAck) node('b').core.step(m)
+  collect('b')
+  return { a: node('a'), b: node('b') }
+}
+
 describe('raft: a rebuilt server (empty data dir)', function () {
   describe('voteFromIndex: no vote and no campaign before the commit index reaches it', function () {
     it('grants neither a vote nor a pre-vote while its commit index is below voteFromIndex (§5.2, §5.4.1, Thesis §9.6)', function () {
@@ -163,15 +248,18 @@ describe('raft: a rebuilt server (empty data dir)', function () {
       return { network, leader: network.node('a'), rebuilt }
     }
 
-    it('says so in its answers to AppendEntries and heartbeats, and stops once it knows where it was re-added', function () {
+    it('says so in its answers to AppendEntries and heartbeats until its commit index reaches the index of its re-add', function () {
       const node = newNode('c', ids, { voteFromIndex: VOTE_INDEX_UNKNOWN })
-      node.core.step(appendEntries({ term: 1, entries: entriesWithTerms([1]) }))
+      node.core.step(appendEntries({ term: 1, entries: entriesWithTerms([1, 1]) }))
       node.core.step({ type: 'heartbeat', from: 'a', to: 'c', term: 1, leaderCommit: 1, seq: 1, tick: 1 })
       const before = node.drain()
       expect(sent(before, 'appendEntriesResponse').map((m) => m.rebuilt)).to.deep.equal([true])
       expect(sent(before, 'heartbeatResponse').map((m) => m.rebuilt)).to.deep.equal([true])
-      node.core.setVoteFromIndex(1)
+      // Its join is answered (re-added at 2), but its commit index is 1: it may still hold an older term than that.
+      node.core.setVoteFromIndex(2)
       node.core.step({ type: 'heartbeat', from: 'a', to: 'c', term: 1, leaderCommit: 1, seq: 2, tick: 2 })
+      expect(sent(node.drain(), 'heartbeatResponse').map((m) => m.rebuilt)).to.deep.equal([true])
+      node.core.step({ type: 'heartbeat', from: 'a', to: 'c', term: 1, leaderCommit: 2, seq: 3, tick: 3 })
       expect(sent(node.drain(), 'heartbeatResponse').map((m) => m.rebuilt)).to.deep.equal([undefined])
     })
 
@@ -184,7 +272,12 @@ describe('raft: a rebuilt server (empty data dir)', function () {
       expect(rebuilt.status.lastIndex).to.equal(2)
       expect(leader.status.progress!['c']!.matchIndex).to.equal(2)
       expect(leader.status.commitIndex).to.equal(1)
+      // Told it was re-added at 2, which it holds but cannot know committed: still rebuilt.
       rebuilt.core.setVoteFromIndex(2)
+      network.tickAll(2)
+      expect(leader.status.commitIndex).to.equal(1)
+      // At an index its commit index has reached, it vouches again.
+      rebuilt.core.setVoteFromIndex(1)
       network.tickAll(1)
       expect(leader.status.commitIndex).to.equal(2)
       expect(rebuilt.appliedCommands()).to.deep.equal(['x'])
@@ -268,5 +361,16 @@ describe('raft: a rebuilt server (empty data dir)', function () {
       expect(node('b').appliedCommands()).to.deep.equal([])
       expect(node('b').storage.term(2)).to.equal(2)
     })
+
+    for (const options of [{}, { checkQuorum: true, preVote: true }] as CoreOptions[]) {
+      it(`with five voters, a stale leader cannot commit through a rejoined server whose term is still older (${JSON.stringify(options)})`, function () {
+        const { a, b } = staleLeaderAndRejoinedVoter(options)
+        // a committed its term-2 no-op at index 2; b must not commit x (term 1) there with b, c and d.
+        expect(a.status.commitIndex).to.be.at.least(2)
+        expect(a.storage.term(2)).to.equal(2)
+        expect(b.status.commitIndex).to.equal(1)
+        expect(b.appliedCommands()).to.deep.equal([])
+      })
+    }
   })
 })
