@@ -87,6 +87,8 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
   // ?max_stale: a stale read, unless this node has not heard from the leader for longer; then the leader's view.
   if (effective === 'stale' && maxStaleMs !== undefined && !cluster.isLeader() && cluster.lastContactMs() >= maxStaleMs) effective = 'leader'
   await cluster.readBarrier(effective)
+  // Not while a snapshot install has the state's database closed (a ?stale read passes the barrier at once).
+  await state.whenReplaced()
   // What the route resolves through the caller's token (its namespace) is resolved past the barrier, at the state the
   // read will see: a token created a moment ago through the leader is known here by now.
   const prepared = given.prepare === undefined ? {} : await given.prepare()
@@ -161,6 +163,8 @@ const RUNS_ACROSS_REPLACEMENTS = 3
  */
 export async function acrossReplacements<T>(state: Pick<StateStore, 'generation' | 'whenReplaced'>, read: () => Promise<T>): Promise<T> {
   for (let run = 1; ; run += 1) {
+    // A run that starts while an install has the database closed waits for the new one (review finding).
+    await state.whenReplaced()
     const generation = state.generation
     try {
       return await read()

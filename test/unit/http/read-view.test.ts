@@ -92,6 +92,35 @@ describe('paced lists: a fixed view of the state, and a run again across a snaps
     expect(listed.filter((token) => ids.includes(token.AccessorID))).to.have.length(TOKENS)
   })
 
+  it('a read that starts while an install has the database closed waits for the new one (review finding)', async function () {
+    let finishSwitch: () => void = () => undefined
+    let switching: () => void = () => undefined
+    const inSwitch = new Promise<void>((resolve) => (switching = resolve))
+    // The switch of directories (and the reopen after it) takes a while, as it does for a large snapshot.
+    const installing = store.replace(() => {
+      switching()
+      return new Promise<void>((resolve) => (finishSwitch = resolve))
+    })
+    await inSwitch
+    let runs = 0
+    const listing = acrossReplacements(store, async () => {
+      runs += 1
+      const view = store.view()
+      try {
+        return await listByIndex(view.reader, tokenSpec, 'ns', 'default')
+      } finally {
+        await view.close().catch(() => undefined)
+      }
+    })
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(runs).to.equal(0)
+    finishSwitch()
+    await installing
+    const listed = await listing
+    expect(runs).to.equal(1)
+    expect(listed.filter((token) => ids.includes(token.AccessorID))).to.have.length(TOKENS)
+  })
+
   it('a failure that is not a replacement is not run again', async function () {
     let runs = 0
     const failing = acrossReplacements(store, async () => {

@@ -12,7 +12,7 @@ import { Watches } from '../../../src/state/watch.js'
 
 function blockingContext(closing: AbortSignal, watches: Watches, response: EventEmitter, tableIndex: () => number = () => 5): ApiContext {
   const app = {
-    state: { tableIndex, watches },
+    state: { tableIndex, watches, generation: 0, whenReplaced: async () => {} },
     cluster: { readBarrier: async () => {}, leaderAddress: () => '127.0.0.1:8300', lastContactMs: () => 0 },
     resolver: { resolve: async () => ({}) },
     settings: { blockingQueriesMax: 10_000 },
