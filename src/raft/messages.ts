@@ -84,10 +84,10 @@ export interface HeartbeatResponse extends MessageBase {
   readonly lastIndex: number
   /**
    * Set by a server that waits for the answer to its join (its data dir was empty: a new server, or one rebuilt after
-   * losing its data), and after it until its commit index reaches the index of its re-add (RaftCore.rebuilt). It may have forgotten a term it voted in, so its acknowledgement vouches for nothing: a leader
-   * that still counts it as a voter keeps replicating to it but counts its answers towards no majority (commit,
-   * ReadIndex, lease, CheckQuorum). Otherwise a stale leader could commit with it after a newer leader was elected
-   * with the vote it gave before it lost its data. Absent from older builds, whose answers count as before.
+   * losing its data), and after it until its commit index reaches the index of its re-add (RaftCore.rebuilt). It may
+   * have forgotten a term it voted in, so its acknowledgement vouches for nothing: a leader that still counts it as a
+   * voter keeps replicating to it but counts its answers towards no commit, ReadIndex or lease. Otherwise a stale
+   * leader could commit with it after a newer leader was elected with the vote it gave before it lost its data. Absent from older builds, whose answers count as before.
    */
   readonly rebuilt?: boolean
 }

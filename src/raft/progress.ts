@@ -60,7 +60,7 @@ export class Progress {
   paused = false
   /** The highest commit index sent to the follower, to avoid sending an empty AppendEntries for nothing. */
   sentCommitIndex = 0
-  /** The leader's tick when it last heard anything from this follower in its term (a snapshot is worth sending). */
+  /** The leader's tick when it last heard anything from this follower in its term (CheckQuorum, Thesis §6.2). */
   lastResponseTick: number
   /*
    * What counts towards majorities comes only from answers that do not say `rebuilt` (messages.ts, HeartbeatResponse):
@@ -70,8 +70,6 @@ export class Progress {
    */
   /** The highest index an answer that vouches for it acknowledged (commit, §5.3). */
   vouchedIndex = 0
-  /** The leader's tick when an answer that vouches for it last came (CheckQuorum, Thesis §6.2). */
-  lastVouchedTick: number
   /** The highest heartbeat `seq` this follower has echoed in the leader's term (ReadIndex, Thesis §6.4). */
   ackedSeq = 0
   /** The highest heartbeat send tick this follower has echoed in the leader's term (leader lease, Thesis §6.4.1). */
@@ -87,7 +85,6 @@ export class Progress {
     this.nextIndex = nextIndex
     this.inflights = new Inflights(maxInflightMessages)
     this.lastResponseTick = nowTicks
-    this.lastVouchedTick = nowTicks
   }
 
   becomeProbe(): void {

@@ -764,7 +764,7 @@ export class RaftCore {
   /** Whether a majority of voters (this leader included, if it is one) was heard from within an election timeout. */
   private quorumActive(): boolean {
     const quorumTick = majorityValue(this.log.configuration().voters, (id) =>
-      id === this.id ? this.nowTicks : (this.progress.get(id)?.lastVouchedTick ?? Number.NEGATIVE_INFINITY),
+      id === this.id ? this.nowTicks : (this.progress.get(id)?.lastResponseTick ?? Number.NEGATIVE_INFINITY),
     )
     return this.nowTicks - quorumTick < this.settings.electionTimeoutTicks
   }
@@ -833,12 +833,10 @@ export class RaftCore {
 
   private stepLeader(message: Message): void {
     const progress = this.progress.get(message.from)
-    // Any message of this term from a member shows it is alive and follows us (CheckQuorum), unless it says it was
-    // rebuilt and waits for its join's answer (Progress.vouchedIndex).
-    if (progress !== undefined) {
-      progress.lastResponseTick = this.nowTicks
-      if (!isRebuiltAnswer(message)) progress.lastVouchedTick = this.nowTicks
-    }
+    // Any message of this term from a member shows it is alive and follows us (CheckQuorum), a rebuilt one's too:
+    // CheckQuorum only decides when a leader gives up, and a leader that stays can still remove and re-add a rebuilt
+    // voter (the removal commits without it). Its answers count towards no commit, read or lease (vouchedIndex).
+    if (progress !== undefined) progress.lastResponseTick = this.nowTicks
     switch (message.type) {
       case 'appendEntriesResponse':
         if (progress !== undefined) this.handleAppendEntriesResponse(message, progress)

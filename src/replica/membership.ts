@@ -284,7 +284,7 @@ export class Membership {
         // voter that cannot vote (the promotion carries that commit index with it).
         const recorded = await getRecord(this.replica.state.reader, memberSpec, node)
         const told = recorded?.Incarnation === undefined ? 0 : recorded.ModifyIndex
-        if (progress !== undefined && progress.matchIndex >= status.commitIndex && status.commitIndex >= told && progress.matchIndex >= told) {
+        if (recorded !== undefined && progress !== undefined && progress.matchIndex >= status.commitIndex && status.commitIndex >= told && progress.matchIndex >= told) {
           await this.replica.proposeConfChange({ type: 'addVoter', nodeId: node })
           this.replica.log.info({ node }, 'server caught up and became a voter')
           return
