@@ -47,40 +47,30 @@ export interface Reader {
   values(prefix: string): Promise<Buffer[]>
 }
 
-export function dbReader(db: StateDb): Reader {
+/**
+ * Reads `db`, or with `snapshot` one LevelDB snapshot of it: whatever is applied after the snapshot was taken stays
+ * out of its answers, for reads that yield to the event loop between their parts (a paced list, lib/pace.ts), which
+ * would otherwise mix states.
+ */
+export function dbReader(db: StateDb, snapshot?: ReturnType<StateDb['snapshot']>): Reader {
+  const range = (prefix: string): { gte: string; lt: string; snapshot?: ReturnType<StateDb['snapshot']> } => ({
+    gte: prefix,
+    lt: prefixEnd(prefix),
+    ...(snapshot === undefined ? {} : { snapshot }),
+  })
   return {
     // A point lookup answered synchronously costs about a microsecond; the asynchronous get goes through libuv's
     // thread pool and costs tens (the benchmark's largest hot spot, eight of them per token create). The interface
-    // stays a promise so callers need not change.
-    get: async (key) => db.getSync(key),
+    // stays a promise so callers need not change. Without options getSync takes abstract-level's fast path.
+    get: snapshot === undefined ? async (key) => db.getSync(key) : async (key) => db.getSync(key, { snapshot }),
     keys: async (prefix) => {
       const keys: string[] = []
-      for await (const key of db.keys({ gte: prefix, lt: prefixEnd(prefix) })) keys.push(key)
+      for await (const key of db.keys(range(prefix))) keys.push(key)
       return keys
     },
     values: async (prefix) => {
       const values: Buffer[] = []
-      for await (const value of db.values({ gte: prefix, lt: prefixEnd(prefix) })) values.push(value)
-      return values
-    },
-  }
-}
-
-/**
- * A reader of one LevelDB snapshot: whatever is applied after it was taken stays out of its answers. For reads that
- * yield to the event loop between their parts (a paced list, lib/pace.ts), which would otherwise mix states.
- */
-export function snapshotReader(db: StateDb, snapshot: ReturnType<StateDb['snapshot']>): Reader {
-  return {
-    get: async (key) => db.getSync(key, { snapshot }),
-    keys: async (prefix) => {
-      const keys: string[] = []
-      for await (const key of db.keys({ gte: prefix, lt: prefixEnd(prefix), snapshot })) keys.push(key)
-      return keys
-    },
-    values: async (prefix) => {
-      const values: Buffer[] = []
-      for await (const value of db.values({ gte: prefix, lt: prefixEnd(prefix), snapshot })) values.push(value)
+      for await (const value of db.values(range(prefix))) values.push(value)
       return values
     },
   }

@@ -14,7 +14,7 @@ import { APPLIED_KEY, RESTORE_KEY, STAGED_PREFIX, SYNC_KEY, TABLES, tableIndexKe
 import { APPLIED_DURING_RESTORE, isRestoreCommand, planRestore, RestoreBuild, STAGED_END, type RestoreCommand, type RestoreProgress } from './restore.js'
 import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
-import { dbReader, snapshotReader, type Reader, type StateDb } from './reader.js'
+import { dbReader, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
 import { validateCommand } from './validate.js'
 import { Watches } from './watch.js'
@@ -159,7 +159,7 @@ export class StateStore {
   view(): { reader: Reader; close(): Promise<void> } {
     const db = this.currentDb
     const snapshot = db.snapshot()
-    return { reader: snapshotReader(db, snapshot), close: () => snapshot.close() }
+    return { reader: dbReader(db, snapshot), close: () => snapshot.close() }
   }
 
   static async open(directory: string): Promise<StateStore> {
