@@ -180,6 +180,11 @@ export async function listByIndex<R>(reader: Reader, spec: TableSpec<R>, index: 
   return records
 }
 
+/** The records of one namespace by its index, or of every namespace for `*` (a list's `?ns=*`); see listByIndex for `pace`. */
+export function listInNamespace<R>(reader: Reader, spec: TableSpec<R>, namespace: string, pace?: Pacer): Promise<R[]> {
+  return namespace === '*' ? listRecords(reader, spec, '', pace) : listByIndex(reader, spec, 'ns', namespace, pace)
+}
+
 /** Every record of a table whose key starts with `keyPrefix` (the whole table when empty); see listByIndex for `pace`. */
 export async function listRecords<R>(reader: Reader, spec: TableSpec<R>, keyPrefix = '', pace?: Pacer): Promise<R[]> {
   const values = await reader.values(recordPrefix(spec.table) + keyPrefix)

@@ -12,7 +12,7 @@ import { emptyIdentity } from '../../acl/auth/identity.js'
 import { interpolate, InterpolationError, isTemplated, PLACEHOLDERS } from '../../acl/auth/binding.js'
 import { nsKey, recordKey } from '../../state/keys.js'
 import type { AclAuthMethod, AclBindingRule, BindType, NamespaceRule } from '../../state/records.js'
-import { authMethodSpec, bindingRuleSpec, getRecord, listByIndex, listRecords } from '../../state/tables.js'
+import { authMethodSpec, bindingRuleSpec, getRecord, listByIndex, listInNamespace, listRecords } from '../../state/tables.js'
 import type { ApiContext } from '../context.js'
 import { readJsonObject } from '../body.js'
 import { serveRead, withReadView } from '../read.js'
@@ -310,7 +310,7 @@ async function listBindingRules(ctx: ApiContext): Promise<void> {
       if (authMethod) {
         rules = await listByIndex(reader, bindingRuleSpec, 'authmethod', nsKey(namespace === '*' ? 'default' : namespace, authMethod), pace)
       } else {
-        rules = namespace === '*' ? await listRecords(reader, bindingRuleSpec, '', pace) : await listByIndex(reader, bindingRuleSpec, 'ns', namespace, pace)
+        rules = await listInNamespace(reader, bindingRuleSpec, namespace, pace)
       }
       return { body: await mapPaced(rules, pace, (rule) => renderBindingRule(rule, 'list')) }
     }),

@@ -8,7 +8,7 @@ import type { LinkInput } from '../../state/commands.js'
 import { nsKey, recordKey } from '../../state/keys.js'
 import type { AclPolicy, AclRole, NodeIdentity, ServiceIdentity } from '../../state/records.js'
 import type { Reader } from '../../state/reader.js'
-import { getByUnique, getRecord, listByIndex, listLinkedTo, listRecords, policySpec, roleSpec, type TableSpec } from '../../state/tables.js'
+import { getByUnique, getRecord, listInNamespace, listLinkedTo, policySpec, roleSpec, type TableSpec } from '../../state/tables.js'
 import type { ApiContext } from '../context.js'
 import { checkDatacenters, checkLinks, checkNodeIdentities, checkServiceIdentities, checkTemplatedPolicies } from '../acl-fields.js'
 import { readJsonObject } from '../body.js'
@@ -118,7 +118,7 @@ async function listPolicies(ctx: ApiContext): Promise<void> {
       await requirePermission(ctx, 'acl', 'read')
       const namespace = await namespaceOf(ctx, undefined, { allowWildcard: true })
       const pace = pacer()
-      const policies = namespace === '*' ? await listRecords(reader, policySpec, '', pace) : await listByIndex(reader, policySpec, 'ns', namespace, pace)
+      const policies = await listInNamespace(reader, policySpec, namespace, pace)
       return { body: await mapPaced(policies, pace, (policy) => renderPolicy(policy, 'list')) }
     }),
   )
@@ -171,7 +171,7 @@ async function listRoles(ctx: ApiContext): Promise<void> {
       const pace = pacer()
       let roles: AclRole[]
       if (policy) roles = (await listLinkedTo(reader, roleSpec, 'policy', policySpec, idParam(policy, 'policy'), pace)).filter((role) => namespace === '*' || role.Namespace === namespace)
-      else roles = namespace === '*' ? await listRecords(reader, roleSpec, '', pace) : await listByIndex(reader, roleSpec, 'ns', namespace, pace)
+      else roles = await listInNamespace(reader, roleSpec, namespace, pace)
       const names = new LinkNames(reader)
       return { body: await mapPaced(roles, pace, (role) => renderRole(role, names)) }
     }),

@@ -17,7 +17,7 @@ import { ANONYMOUS_TOKEN_ID, RESERVED_ID_PREFIX } from '../../state/builtins.js'
 import type { LinkInput, TokenCreate } from '../../state/commands.js'
 import { nsKey, recordKey } from '../../state/keys.js'
 import type { AclRole, AclToken, NodeIdentity, ServiceIdentity, TemplatedPolicyLink } from '../../state/records.js'
-import { getRecord, listByIndex, listLinkedTo, listRecords, policySpec, roleSpec, tokenSpec } from '../../state/tables.js'
+import { getRecord, listByIndex, listInNamespace, listLinkedTo, policySpec, roleSpec, tokenSpec } from '../../state/tables.js'
 import type { ApiContext } from '../context.js'
 import { checkLinks, checkNodeIdentities, checkServiceIdentities, checkTemplatedPolicies } from '../acl-fields.js'
 import { serveRead, withReadView } from '../read.js'
@@ -311,8 +311,7 @@ async function listTokens(ctx: ApiContext): Promise<void> {
       else if (authMethod) {
         const methodNamespace = queryParam(ctx, 'authmethod-ns') || (namespace === '*' ? 'default' : namespace)
         tokens = await listByIndex(reader, tokenSpec, 'authmethod', nsKey(methodNamespace, authMethod), pace)
-      } else if (namespace === '*') tokens = await listRecords(reader, tokenSpec, '', pace)
-      else tokens = await listByIndex(reader, tokenSpec, 'ns', namespace, pace)
+      } else tokens = await listInNamespace(reader, tokenSpec, namespace, pace)
       const nowMs = ctx.state.app.now()
       const matches = (token: AclToken): boolean =>
         (namespace === '*' || token.Namespace === namespace) &&
