@@ -87,7 +87,8 @@ export interface HeartbeatResponse extends MessageBase {
    * losing its data), and after it until its commit index reaches the index of its re-add (RaftCore.rebuilt). It may
    * have forgotten a term it voted in, so its acknowledgement vouches for nothing: a leader that still counts it as a
    * voter keeps replicating to it but counts its answers towards no commit, ReadIndex or lease. Otherwise a stale
-   * leader could commit with it after a newer leader was elected with the vote it gave before it lost its data. Absent from older builds, whose answers count as before.
+   * leader could commit with it after a newer leader was elected with the vote it gave before it lost its data.
+   * Absent from older builds, whose answers count as before.
    */
   readonly rebuilt?: boolean
 }

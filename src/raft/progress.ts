@@ -62,13 +62,12 @@ export class Progress {
   sentCommitIndex = 0
   /** The leader's tick when it last heard anything from this follower in its term (CheckQuorum, Thesis §6.2). */
   lastResponseTick: number
-  /*
-   * What counts towards majorities comes only from answers that do not say `rebuilt` (messages.ts, HeartbeatResponse):
-   * a server waiting for the answer to its join may have forgotten a term it voted in. Its rebuilt answers still move
-   * matchIndex, which drives replication to it. Each field is raised by such answers alone, so no order of arrival
-   * (an answer its previous incarnation sent, delivered late) can make rebuilt answers count.
+  /**
+   * The highest index acknowledged by an answer that does not say `rebuilt` (messages.ts, HeartbeatResponse): what
+   * counts towards commit (§5.3). A rebuilt server may have forgotten a term it voted in; its answers still move
+   * matchIndex, which drives replication to it. Like ackedSeq and ackedTick below, it is raised by such answers alone,
+   * so no order of arrival (an answer its previous incarnation sent, delivered late) can make rebuilt answers count.
    */
-  /** The highest index an answer that vouches for it acknowledged (commit, §5.3). */
   vouchedIndex = 0
   /** The highest heartbeat `seq` this follower has echoed in the leader's term (ReadIndex, Thesis §6.4). */
   ackedSeq = 0
