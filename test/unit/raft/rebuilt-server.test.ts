@@ -12,9 +12,9 @@
  *   voted in (a stale leader could otherwise commit with it what a newer leader, elected with its old vote, overwrites).
  */
 import { expect } from 'chai'
-import type { AppendEntries, Message, RequestVote } from '../../../src/raft/messages.js'
+import type { AppendEntries, RequestVote } from '../../../src/raft/messages.js'
 import { VOTE_INDEX_UNKNOWN } from '../../../src/raft/storage/raft-storage.js'
-import { bytes, entriesWithTerms, newNode, sent, storageWithLog, TestNetwork, type CoreOptions, type TestNode } from './support.js'
+import { bytes, entriesWithTerms, newNode, QueuedNetwork, sent, storageWithLog, TestNetwork, type CoreOptions, type TestNode } from './support.js'
 
 function voteRequest(fields: Partial<RequestVote> & Pick<RequestVote, 'from' | 'to' | 'term'>): RequestVote {
   return { type: 'requestVote', preVote: false, lastLogIndex: 0, lastLogTerm: 0, transfer: false, ...fields }
@@ -41,80 +41,59 @@ function askForVotes(voter: TestNode, term: number): { vote: boolean | undefined
  */
 function staleLeaderAndRejoinedVoter(options: CoreOptions): { a: TestNode; b: TestNode } {
   const ids = ['a', 'b', 'c', 'd', 'e']
-  const nodes = new Map<string, TestNode>(ids.map((id, i) => [id, newNode(id, ids, options, undefined, i + 1)]))
-  const node = (id: string): TestNode => nodes.get(id)!
-  let queued: Message[] = []
-  const collect = (id: string): Message[] => { const m = node(id).drain(); queued.push(...m); return m }
-  const deliverWhere = (pred: (m: Message) => boolean): number => {
-    const ms = queued.filter(pred)
-    queued = queued.filter((m) => !pred(m))
-    for (const m of ms) node(m.to).core.step(m)
-    return ms.length
-  }
-  const stabilize = (group: string[]): void => {
-    for (let round = 0; round < 200; round += 1) {
-      let busy = 0
-      for (const id of group) busy += collect(id).length
-      busy += deliverWhere((m) => group.includes(m.to) && group.includes(m.from))
-      if (busy === 0) return
-    }
-    throw new Error('no stabilize')
-  }
-  const drop = (pred: (m: Message) => boolean) => { queued = queued.filter((m) => !pred(m)) }
+  const net = QueuedNetwork.of(ids, options)
+  const node = (id: string): TestNode => net.node(id)
   // 1. b leads term 1; everyone holds b's noop (index 1), committed.
   node('b').core.campaign()
-  stabilize(ids)
-  node('b').tick(1); stabilize(ids)
+  net.stabilize(ids)
+  node('b').tick(1)
+  net.stabilize(ids)
   expect(node('b').status).to.include({ role: 'leader', term: 1, commitIndex: 1 })
   // 2. b appends x at index 2; only d gets it. d's acknowledgement is held in the network.
   node('b').core.propose([bytes('x')])
-  collect('b')
-  deliverWhere((m) => m.from === 'b' && m.to === 'd')
-  drop((m) => m.from === 'b')
-  const dAck = collect('d').filter((m) => m.to === 'b')
-  drop((m) => m.from === 'd')
+  net.collect('b')
+  net.deliver((m) => m.from === 'b' && m.to === 'd')
+  net.take((m) => m.from === 'b')
+  const dAck = net.collect('d').filter((m) => m.to === 'b')
+  net.take((m) => m.from === 'd')
   expect(dAck.map((m) => m.type)).to.include('appendEntriesResponse')
   // 3. b is paused (no ticks, nothing sent). a, c and e stop hearing from it; a campaigns in term 2 (pre-vote first
   // when on); c and e vote for it (b and d hear nothing).
-  if (options.checkQuorum === true) for (let i = 0; i < 12; i += 1) { for (const id of ['a', 'c', 'e']) node(id).tick(1); }
-  drop(() => true)
+  if (options.checkQuorum === true) for (let i = 0; i < 12; i += 1) for (const id of ['a', 'c', 'e']) node(id).tick(1)
+  net.take(() => true)
   node('a').core.campaign()
-  collect('a')
-  drop((m) => m.to === 'b' || m.to === 'd')
-  deliverWhere((m) => m.from === 'a')
-  collect('c'); collect('e')
-  deliverWhere((m) => m.to === 'a')
-  if (options.preVote === true) {
-    collect('a')
-    drop((m) => m.to === 'b' || m.to === 'd')
-    deliverWhere((m) => m.from === 'a')
-    collect('c'); collect('e')
-    deliverWhere((m) => m.to === 'a')
+  for (let round = 0; round < (options.preVote === true ? 2 : 1); round += 1) {
+    net.collect('a')
+    net.take((m) => m.to === 'b' || m.to === 'd')
+    net.deliver((m) => m.from === 'a')
+    net.collect('c')
+    net.collect('e')
+    net.deliver((m) => m.to === 'a')
   }
   expect(node('a').status).to.include({ role: 'leader', term: 2 })
   // 4. c loses its data and waits for its join's answer.
-  nodes.set('c', newNode('c', ids, { ...options, voteFromIndex: VOTE_INDEX_UNKNOWN }, undefined, 103))
-  drop((m) => m.to === 'c' || m.from === 'c')
+  net.nodes.set('c', newNode('c', ids, { ...options, voteFromIndex: VOTE_INDEX_UNKNOWN }, undefined, 103))
+  net.take((m) => m.to === 'c' || m.from === 'c')
   // 5. a commits its noop, removes c and re-adds it as a learner, with a, d and e (b still leads term 1, cut off).
-  stabilize(['a', 'd', 'e'])
+  net.stabilize(['a', 'd', 'e'])
   expect(node('a').status.commitIndex).to.equal(2)
   expect(node('a').core.proposeConfChange({ type: 'removeServer', nodeId: 'c' }).ok).to.equal(true)
-  stabilize(['a', 'd', 'e'])
+  net.stabilize(['a', 'd', 'e'])
   const readd = node('a').core.proposeConfChange({ type: 'addLearner', nodeId: 'c' })
   expect(readd.ok).to.equal(true)
-  stabilize(['a', 'd', 'e'])
-  drop((m) => m.to === 'c' || m.to === 'b')
+  net.stabilize(['a', 'd', 'e'])
+  net.take((m) => m.to === 'c' || m.to === 'b')
   const R = (readd as { index: number }).index
   expect(node('a').status.commitIndex).to.be.at.least(R)
   // 6. The join is answered (over the peer links, not Raft): c may vote from R. Its Raft term is still 0.
   node('c').core.setVoteFromIndex(R)
-  // 7. b, still leader of term 1, replicates x to c, whose answers no longer say 'rebuilt'.
+  // 7. b, still leader of term 1, replicates x to c.
   expect(node('b').status).to.include({ role: 'leader', term: 1 })
   node('b').tick(1)
-  stabilize(['b', 'c'])
+  net.stabilize(['b', 'c'])
   // 8. d's acknowledgement of x, sent before d followed a, arrives.
   for (const m of dAck) node('b').core.step(m)
-  collect('b')
+  net.collect('b')
   return { a: node('a'), b: node('b') }
 }
 
@@ -300,65 +279,44 @@ describe('raft: a rebuilt server (empty data dir)', function () {
     it('a late answer from before the wipe does not make the rebuilt acknowledgements count (review finding)', function () {
       // Found by review: the leader once kept one flag per follower, set by whichever answer came last, so a delayed
       // heartbeat answer from c's previous incarnation made c's rebuilt acknowledgement of x count, and b committed x.
-      const nodes = new Map<string, TestNode>(ids.map((id, i) => [id, newNode(id, ids, {}, undefined, i + 1)]))
-      const node = (id: string): TestNode => nodes.get(id)!
-      let queued: Message[] = []
-      const collect = (id: string): number => {
-        const messages = node(id).drain()
-        queued.push(...messages)
-        return messages.length
-      }
-      const deliver = (id: string): number => {
-        const messages = queued.filter((m) => m.to === id)
-        queued = queued.filter((m) => m.to !== id)
-        for (const message of messages) node(id).core.step(message)
-        return messages.length
-      }
-      const stabilize = (group: string[]): void => {
-        for (let round = 0; round < 100; round += 1) {
-          let busy = 0
-          for (const id of group) busy += collect(id)
-          for (const id of group) busy += deliver(id)
-          if (busy === 0) return
-        }
-        expect.fail('did not stabilize')
-      }
+      const net = QueuedNetwork.of(ids)
+      const node = (id: string): TestNode => net.node(id)
+      const deliverTo = (id: string): number => net.deliver((m) => m.to === id)
       node('b').core.campaign()
-      stabilize(ids)
+      net.stabilize(ids)
       // b heartbeats; c's answer (term 1, from before its wipe) is held back in the network.
       node('b').tick(1)
-      collect('b')
-      deliver('a')
-      deliver('c')
-      collect('a')
-      collect('c')
-      const held = queued.filter((m) => m.from === 'c' && m.to === 'b')
+      net.collect('b')
+      deliverTo('a')
+      deliverTo('c')
+      net.collect('a')
+      net.collect('c')
+      const held = net.take((m) => m.from === 'c' && m.to === 'b')
       expect(held.map((m) => m.type)).to.include('heartbeatResponse')
-      queued = queued.filter((m) => !(m.from === 'c' && m.to === 'b'))
-      deliver('b')
+      deliverTo('b')
       // a campaigns for term 2, c votes for it (b hears nothing of it), then c loses its data.
       node('a').core.campaign()
-      collect('a')
-      queued = queued.filter((m) => m.to !== 'b')
-      deliver('c')
-      collect('c')
-      nodes.set('c', newNode('c', ids, { voteFromIndex: VOTE_INDEX_UNKNOWN }, undefined, 103))
-      queued = queued.filter((m) => m.to !== 'c')
+      net.collect('a')
+      net.take((m) => m.to === 'b')
+      deliverTo('c')
+      net.collect('c')
+      net.nodes.set('c', newNode('c', ids, { voteFromIndex: VOTE_INDEX_UNKNOWN }, undefined, 103))
+      net.take((m) => m.to === 'c')
       // b appends x; the rebuilt c acknowledges it, which does not count.
       node('b').core.propose([bytes('x')])
       node('b').tick(1)
-      stabilize(['b', 'c'])
+      net.stabilize(['b', 'c'])
       expect(node('c').status.lastIndex).to.equal(2)
       expect(node('b').status.commitIndex).to.equal(1)
       // The held answer arrives: it vouches for what c held then, not for what the rebuilt c acknowledged since.
       for (const message of held) node('b').core.step(message)
-      collect('b')
+      net.collect('b')
       expect(node('b').status.commitIndex).to.equal(1)
       expect(node('b').appliedCommands()).to.deep.equal([])
       // a, elected with the vote c gave before its wipe, replaces x; b follows it.
-      deliver('a')
-      collect('a')
-      stabilize(ids)
+      deliverTo('a')
+      net.collect('a')
+      net.stabilize(ids)
       expect(node('a').status).to.include({ role: 'leader', term: 2 })
       expect(node('b').appliedCommands()).to.deep.equal([])
       expect(node('b').storage.term(2)).to.equal(2)

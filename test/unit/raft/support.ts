@@ -196,6 +196,61 @@ export class TestNetwork {
   }
 }
 
+/**
+ * Nodes whose messages wait in one queue until the test delivers, holds or drops them: for schedules written step by
+ * step (an answer held back, a node stopped between rounds), where TestNetwork delivers everything at once.
+ */
+export class QueuedNetwork {
+  readonly nodes = new Map<NodeId, TestNode>()
+  private queued: Message[] = []
+
+  constructor(nodes: readonly TestNode[]) {
+    for (const node of nodes) this.nodes.set(node.id, node)
+  }
+
+  static of(ids: readonly NodeId[], options: CoreOptions = {}): QueuedNetwork {
+    return new QueuedNetwork(ids.map((id, i) => newNode(id, ids, options, undefined, i + 1)))
+  }
+
+  node(id: NodeId): TestNode {
+    const node = this.nodes.get(id)
+    if (node === undefined) throw new Error(`no node ${id}`)
+    return node
+  }
+
+  /** Does `id`'s Ready work and queues what it sends; returns those messages. */
+  collect(id: NodeId): Message[] {
+    const messages = this.node(id).drain()
+    this.queued.push(...messages)
+    return messages
+  }
+
+  /** Takes the queued messages `where` says out of the queue (to hold them back, or to drop them). */
+  take(where: (message: Message) => boolean): Message[] {
+    const taken = this.queued.filter(where)
+    this.queued = this.queued.filter((message) => !where(message))
+    return taken
+  }
+
+  /** Steps the queued messages `where` says into their receivers; returns how many. */
+  deliver(where: (message: Message) => boolean): number {
+    const messages = this.take(where)
+    for (const message of messages) this.node(message.to).core.step(message)
+    return messages.length
+  }
+
+  /** Collects and delivers among `group` until none of them has anything left; messages to or from others stay queued. */
+  stabilize(group: readonly NodeId[]): void {
+    for (let round = 0; round < 200; round += 1) {
+      let busy = 0
+      for (const id of group) busy += this.collect(id).length
+      busy += this.deliver((message) => group.includes(message.to) && group.includes(message.from))
+      if (busy === 0) return
+    }
+    throw new Error(`stabilize ${group.join(',')}: still busy after 200 rounds`)
+  }
+}
+
 /** Drains one node and returns the messages of the given type. */
 export function sent<T extends Message['type']>(messages: readonly Message[], type: T): Extract<Message, { type: T }>[] {
   return messages.filter((message): message is Extract<Message, { type: T }> => message.type === type)
