@@ -17,17 +17,23 @@ import { useTempDirs } from '../../support/temp-dir.js'
 
 const TOKENS = 600
 
-/** A pacer that yields at every item and says when the list has read `at` of them. */
-function signallingPacer(at: number): { pace: Pacer; reached: Promise<void> } {
+/**
+ * A pacer that yields at every item, and at the `at`-th holds the list until the test calls `release`: what the test
+ * does in between (an apply, a snapshot install) lands at that point of the list, however long it takes.
+ */
+function holdingPacer(at: number): { pace: Pacer; reached: Promise<void>; release: () => void } {
   let calls = 0
   let signal: () => void = () => undefined
+  let release: () => void = () => undefined
   const reached = new Promise<void>((resolve) => (signal = resolve))
+  const released = new Promise<void>((resolve) => (release = resolve))
   const pace: Pacer = () => {
     calls += 1
-    if (calls === at) signal()
-    return new Promise((resolve) => setImmediate(resolve))
+    if (calls !== at) return new Promise((resolve) => setImmediate(resolve))
+    signal()
+    return released
   }
-  return { pace, reached }
+  return { pace, reached, release }
 }
 
 describe('paced lists: a fixed view of the state, and a run again across a snapshot install', function () {
@@ -49,12 +55,13 @@ describe('paced lists: a fixed view of the state, and a run again across a snaps
   }
 
   it('a list read through a view shows the state it began at, whatever applies while it yields', async function () {
-    const { pace, reached } = signallingPacer(TOKENS / 3)
+    const { pace, reached, release } = holdingPacer(TOKENS / 3)
     const view = store.view()
     try {
       const listing = listByIndex(view.reader, tokenSpec, 'ns', 'default', pace)
       await reached
       await deleteAll()
+      release()
       const listed = await listing
       expect(listed.map((token) => token.AccessorID).filter((id) => ids.includes(id))).to.have.length(TOKENS)
     } finally {
@@ -65,16 +72,17 @@ describe('paced lists: a fixed view of the state, and a run again across a snaps
   })
 
   it('without the view, the same list shows part of the batch (what the view is for)', async function () {
-    const { pace, reached } = signallingPacer(TOKENS / 3)
+    const { pace, reached, release } = holdingPacer(TOKENS / 3)
     const listing = listByIndex(store.reader, tokenSpec, 'ns', 'default', pace)
     await reached
     await deleteAll()
+    release()
     const listed = (await listing).filter((token) => ids.includes(token.AccessorID)).length
     expect(listed).to.be.greaterThan(0).and.lessThan(TOKENS)
   })
 
   it('a list whose database a snapshot install closed runs again on the new state', async function () {
-    const { pace, reached } = signallingPacer(TOKENS / 3)
+    const { pace, reached, release } = holdingPacer(TOKENS / 3)
     let runs = 0
     const listing = acrossReplacements(store, async () => {
       runs += 1
@@ -87,6 +95,7 @@ describe('paced lists: a fixed view of the state, and a run again across a snaps
     })
     await reached
     await store.replace(async () => {})
+    release()
     const listed = await listing
     expect(runs).to.equal(2)
     expect(listed.filter((token) => ids.includes(token.AccessorID))).to.have.length(TOKENS)

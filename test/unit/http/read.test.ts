@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events'
 import { expect } from 'chai'
 import type { ApiContext } from '../../../src/http/context.js'
-import { serveRead, waitingQueryCount } from '../../../src/http/read.js'
+import { serveRead, WAKES_PER_TURN, waitingQueryCount } from '../../../src/http/read.js'
 import { callerOf } from '../../../src/http/request.js'
 import { Watches } from '../../../src/state/watch.js'
 
@@ -58,6 +58,29 @@ describe('serveRead: blocking queries', function () {
     expect(whileWaiting).to.deep.equal({ queries: 1000, watches: 1000 })
     expect({ queries: waitingQueryCount(), watches: watches.size }).to.deep.equal({ queries: 0, watches: 0 })
     expect(responses.every((response) => response.listenerCount('close') === 0)).to.equal(true)
+  })
+
+  it('answers the queries one change woke WAKES_PER_TURN per turn of the event loop, all of them in the end', async function () {
+    const closing = new AbortController()
+    const watches = new Watches()
+    let index = 5
+    const count = WAKES_PER_TURN * 2 + 50
+    let answered = 0
+    const served = Array.from({ length: count }, () =>
+      serveRead(blockingContext(closing.signal, watches, Object.assign(new EventEmitter(), { destroyed: false }), () => index), { table: 'policy', consistency: 'all', blocking: true }, async () => ({
+        body: [],
+      })).then(() => (answered += 1)),
+    )
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    index = 6
+    watches.notify(['policy'], [])
+    // The first turn after the change answers one batch; without the queue every query would answer in it.
+    await new Promise((resolve) => setImmediate(resolve))
+    const afterFirstTurn = answered
+    await Promise.all(served)
+    closing.abort()
+    expect(afterFirstTurn).to.be.greaterThan(0).and.at.most(WAKES_PER_TURN)
+    expect(answered).to.equal(count)
   })
 
   it('a run resolves the caller afresh: one resolved before the read barrier (an older index) is not used', async function () {
