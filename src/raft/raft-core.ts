@@ -94,6 +94,13 @@ export interface RaftConfig {
    * AppendEntries and heartbeats say `rebuilt`, and count towards no majority (HeartbeatResponse.rebuilt).
    */
   readonly voteFromIndex?: number
+  /**
+   * A leader tells its followers a commit index no higher than what it has applied itself. The driver can then send,
+   * with that commit index, the writes its own apply produced, and a follower applies those instead of running each
+   * command again (RaftReplica: shipped writes). Only what followers learn is delayed, by the leader's apply: when an
+   * entry commits is unchanged. Default false.
+   */
+  readonly announceAppliedCommit?: boolean
 }
 
 interface Settings {
@@ -108,6 +115,7 @@ interface Settings {
   readonly maxCommittedEntriesPerReady: number
   readonly maxUncommittedEntries: number
   readonly trailingEntries: number
+  readonly announceAppliedCommit: boolean
 }
 
 /** Problems with a configuration, each naming its setting; empty when the configuration is valid. */
@@ -267,6 +275,8 @@ export class RaftCore {
   private heartbeatPending = false
   /** New entries or a new commitIndex wait to be sent to followers; sent (batched) by the next ready(). */
   private appendPending = false
+  /** Set while a leader removed from the configuration sends its last messages (announcedCommit). */
+  private announceAll = false
   /** ReadIndex requests waiting until this leader commits an entry of its own term (Thesis §6.4, step 1). */
   private readsAwaitingCommit: PendingRead[] = []
   /** ReadIndex requests waiting for a heartbeat round acknowledged by a majority, in seq order. */
@@ -303,6 +313,7 @@ export class RaftCore {
       maxCommittedEntriesPerReady: config.maxCommittedEntriesPerReady ?? 1024,
       maxUncommittedEntries: config.maxUncommittedEntries ?? 8192,
       trailingEntries: config.trailingEntries ?? 1024,
+      announceAppliedCommit: config.announceAppliedCommit ?? false,
     }
     const hardState = storage.hardState()
     const appliedIndex = config.appliedIndex ?? storage.snapshot()?.index ?? 0
@@ -525,9 +536,22 @@ export class RaftCore {
     const lastEntry = ready.entries[ready.entries.length - 1]
     if (lastEntry !== undefined) this.log.stableTo(lastEntry.index, lastEntry.term)
     const lastCommitted = ready.committedEntries[ready.committedEntries.length - 1]
-    if (lastCommitted !== undefined) this.log.appliedTo(lastCommitted.index)
+    if (lastCommitted !== undefined) {
+      this.log.appliedTo(lastCommitted.index)
+      // What was applied may now be announced (announceAppliedCommit): at the next ready(), to followers told less.
+      if (this.settings.announceAppliedCommit && this.role === 'leader') this.appendPending = true
+    }
     // The leader's own entries now count towards commit (its match is its durable log).
     if (this.role === 'leader' && lastEntry !== undefined) this.maybeCommit()
+  }
+
+  /**
+   * The commit index a leader tells its followers: its own, or with announceAppliedCommit no more than it applied.
+   * A follower that learns less commits later, never wrongly; a leader leaving after its removal tells all it knows.
+   */
+  private announcedCommit(): number {
+    if (!this.settings.announceAppliedCommit || this.announceAll) return this.log.commitIndex
+    return Math.min(this.log.commitIndex, this.log.appliedIndex)
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -1106,7 +1130,13 @@ export class RaftCore {
   private stepDownAfterRemoval(): void {
     // Tell followers the new commitIndex before leaving, and hand over to an up-to-date voter so the cluster need
     // not wait for an election timeout (Thesis §3.10, §4.2.2).
-    this.flushPendingSends()
+    this.announceAll = true
+    this.appendPending = true
+    try {
+      this.flushPendingSends()
+    } finally {
+      this.announceAll = false
+    }
     const lastIndex = this.log.lastIndex()
     const successor = this.log.configuration().voters.find((id) => this.progress.get(id)?.vouchedIndex === lastIndex)
     if (successor !== undefined) this.sendTimeoutNow(successor)
@@ -1123,7 +1153,7 @@ export class RaftCore {
     if (this.appendPending) {
       this.appendPending = false
       for (const [id, progress] of this.progress) {
-        this.maybeSendAppend(id, progress.sentCommitIndex < this.log.commitIndex)
+        this.maybeSendAppend(id, progress.sentCommitIndex < this.announcedCommit())
         while (this.maybeSendAppend(id, false)) {
           // Batched by maxEntriesPerMessage and maxBytesPerMessage, pipelined up to maxInflightMessages.
         }
@@ -1150,7 +1180,7 @@ export class RaftCore {
       entries = found
     }
     if (entries.length === 0 && !sendIfEmpty) return false
-    const leaderCommit = this.log.commitIndex
+    const leaderCommit = this.announcedCommit()
     this.send<'appendEntries'>({ type: 'appendEntries', to, term: this.term, prevLogIndex, prevLogTerm, entries, leaderCommit })
     progress.sentEntries(entries.length, prevLogIndex + entries.length)
     progress.sentCommitIndex = Math.max(progress.sentCommitIndex, Math.min(leaderCommit, prevLogIndex + entries.length))
@@ -1171,7 +1201,7 @@ export class RaftCore {
     this.heartbeatSeq += 1
     for (const [id, progress] of this.progress) {
       // Never more than the follower is known to hold: it commits what we send without checking (etcd sendHeartbeat).
-      const leaderCommit = Math.min(progress.matchIndex, this.log.commitIndex)
+      const leaderCommit = Math.min(progress.matchIndex, this.announcedCommit())
       // The lease runs from when the heartbeat left, on the lease's clock, which the follower echoes back.
       this.send<'heartbeat'>({ type: 'heartbeat', to: id, term: this.term, leaderCommit, seq: this.heartbeatSeq, tick: this.leaseClock() })
     }

@@ -29,6 +29,8 @@ export interface SimulationOptions {
   readonly heartbeatIntervalTicks: number
   readonly preVote: boolean
   readonly checkQuorum: boolean
+  /** RaftConfig.announceAppliedCommit: followers learn a commit index once the leader applied it. */
+  readonly announceAppliedCommit: boolean
   readonly maxInflightMessages: number
   readonly maxEntriesPerMessage: number
   readonly maxBytesPerMessage: number
@@ -77,16 +79,25 @@ export function drawOptions(rng: SeededRng): SimulationOptions {
   const electionTimeoutTicks = 10
   const faulty = (probability: number, max: number): number => (rng.chance(probability) ? rng.nextInt(1000) / 1000 * max : 0)
   const snapshotting = rng.chance(0.6)
+  // Drawn in the order the fields were drawn before (see announceAppliedCommit).
+  const heartbeatIntervalTicks = rng.between(1, 3)
+  const preVote = rng.chance(0.8)
+  const checkQuorum = rng.chance(0.8)
+  const maxInflightMessages = rng.between(1, 8)
+  const maxEntriesPerMessage = rng.between(1, 16)
+  const maxBytesPerMessage = rng.between(32, 2048)
   return {
     nodeCount,
     founderCount,
     electionTimeoutTicks,
-    heartbeatIntervalTicks: rng.between(1, 3),
-    preVote: rng.chance(0.8),
-    checkQuorum: rng.chance(0.8),
-    maxInflightMessages: rng.between(1, 8),
-    maxEntriesPerMessage: rng.between(1, 16),
-    maxBytesPerMessage: rng.between(32, 2048),
+    heartbeatIntervalTicks,
+    preVote,
+    checkQuorum,
+    maxInflightMessages,
+    maxEntriesPerMessage,
+    maxBytesPerMessage,
+    // Read off a value already drawn, not drawn itself: every earlier seed (the regression seeds) keeps its schedule.
+    announceAppliedCommit: maxBytesPerMessage % 2 === 1,
     trailingEntries: rng.between(0, 20),
     maxUncommittedEntries: rng.between(8, 300),
     snapshotThresholdEntries: snapshotting ? rng.between(4, 60) : 0,

@@ -311,6 +311,7 @@ export class Simulation {
         heartbeatIntervalTicks: this.options.heartbeatIntervalTicks,
         preVote: this.options.preVote,
         checkQuorum: this.options.checkQuorum,
+        announceAppliedCommit: this.options.announceAppliedCommit,
         maxInflightMessages: this.options.maxInflightMessages,
         maxEntriesPerMessage: this.options.maxEntriesPerMessage,
         maxBytesPerMessage: this.options.maxBytesPerMessage,
