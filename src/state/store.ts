@@ -10,7 +10,7 @@ import { assert } from '../lib/assert.js'
 import { decode, encode } from './codec.js'
 import { dispatch } from './apply.js'
 import { applyError, COMMAND_VERSION, type ApplyResult, type Command } from './commands.js'
-import { APPLIED_KEY, RESTORE_KEY, STAGED_PREFIX, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
+import { APPLIED_KEY, RESTORE_KEY, SEP, STAGED_PREFIX, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
 import { APPLIED_DURING_RESTORE, isRestoreCommand, planRestore, RestoreBuild, STAGED_END, type RestoreCommand, type RestoreProgress } from './restore.js'
 import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
@@ -61,8 +61,36 @@ export const APPLY_BATCH_MAX = 256
 export interface LogEntry {
   data: Uint8Array
   index: number
+  term?: number
   type?: string
 }
+
+/**
+ * What one command's apply wrote, in the order it wrote it: each key with its new value, or null for a delete; empty
+ * for a command that failed or changed nothing. Applied as they are, they leave the state exactly as applying the
+ * command does: apply is deterministic, and the record keys among them name the tables and records it touched.
+ */
+export type ShippedWrites = ReadonlyArray<readonly [string, Buffer | null]>
+
+/**
+ * A leader's followers apply its shipped writes instead of running each command again (RaftReplica). Membership
+ * commands are not shipped: a follower acts on them beyond the state (Membership.afterApply) and needs the command.
+ */
+const NOT_SHIPPED: ReadonlySet<string> = new Set(['noop', 'raft.member.set', 'raft.member.delete'])
+
+export interface ApplyOptions<E extends LogEntry> {
+  /** Called for each command applied here that may be shipped, with the writes it produced, once its batch is written. */
+  produced?: (entry: E, writes: ShippedWrites) => void
+  /** The writes the leader's apply of `entry` produced, when this server was sent them: applied instead of its command. */
+  shipped?: (entry: E) => ShippedWrites | undefined
+}
+
+/** The result a server that applied shipped writes gives for the entry: the outcome was the leader's to report. */
+const SHIPPED_RESULT: ApplyResult = { ok: true }
+/** The command passed on for an entry applied from shipped writes, which was not decoded (see NOT_SHIPPED). */
+const SHIPPED_COMMAND: Command = { v: COMMAND_VERSION, type: 'noop' }
+/** Record keys start with this, then their table and SEP (keys.ts recordKey). */
+const RECORD_KEY_START = `r${SEP}`
 
 /**
  * A command to apply at `index`. With `refused`, the command is not applied: `refused` is its result, and only the
@@ -72,6 +100,8 @@ export interface ApplyItem {
   command: Command
   index: number
   refused?: ApplyResult
+  /** The leader's writes for this entry: applied instead of `command` (ShippedWrites). */
+  shipped?: ShippedWrites
 }
 
 /**
@@ -79,13 +109,18 @@ export interface ApplyItem {
  * applied (then the node stops), nothing at or after it is. A malformed entry is decoded as a no-op whose result is
  * an invalid_input error, on every replica alike (see applyEntries).
  */
-function decodeEntries(entries: readonly LogEntry[]): { items: ApplyItem[]; malformed: Array<{ index: number; message: string }>; undecodable?: unknown } {
+function decodeEntries<E extends LogEntry>(entries: readonly E[], shipped?: (entry: E) => ShippedWrites | undefined): { items: ApplyItem[]; malformed: Array<{ index: number; message: string }>; undecodable?: unknown } {
   const items: ApplyItem[] = []
   const malformed: Array<{ index: number; message: string }> = []
   for (const entry of entries) {
     // Raft's own entries change no record, but the applied index must advance through them.
     if (entry.type !== undefined && entry.type !== 'command') {
       items.push({ command: NOOP, index: entry.index })
+      continue
+    }
+    const writes = shipped?.(entry)
+    if (writes !== undefined) {
+      items.push({ command: SHIPPED_COMMAND, index: entry.index, shipped: writes })
       continue
     }
     const checked = validateCommand(entry.data)
@@ -249,14 +284,14 @@ export class StateStore {
    * so it sees their writes, and a command that fails leaves nothing but its share of the applied index. One batch of
    * 64 token creates costs about a quarter of 64 batches of one (classic-level's cost is mostly per batch).
    */
-  async applyBatch(items: readonly ApplyItem[]): Promise<ApplyResult[]> {
+  async applyBatch(items: readonly ApplyItem[], produced?: (index: number, writes: ShippedWrites) => void): Promise<ApplyResult[]> {
     // A restore's commands are applied one at a time, in their own writes (restore.ts); the rest in batches between.
     const results: ApplyResult[] = []
     let start = 0
     for (let n = 0; n <= items.length; n++) {
       const item = items[n]
       if (item !== undefined && (item.refused !== undefined || !isRestoreCommand(item.command.type))) continue
-      if (n > start) results.push(...(await this.applyCommands(items.slice(start, n))))
+      if (n > start) results.push(...(await this.applyCommands(items.slice(start, n), produced)))
       if (item !== undefined) results.push(await this.applyRestore(item.command as RestoreCommand, item.index))
       start = n + 1
     }
@@ -305,28 +340,44 @@ export class StateStore {
     await this.files.remove('restore')
   }
 
-  private async applyCommands(items: readonly ApplyItem[]): Promise<ApplyResult[]> {
+  private async applyCommands(items: readonly ApplyItem[], produced?: (index: number, writes: ShippedWrites) => void): Promise<ApplyResult[]> {
     const batch = new Txn(this.db)
     const results: ApplyResult[] = []
     const changes: Array<{ index: number; tables: Table[]; records: string[] }> = []
+    const producedWrites: Array<[number, ShippedWrites]> = []
     let expected = this.appliedIndex + 1
-    for (const { command, index, refused } of items) {
+    for (const { command, index, refused, shipped } of items) {
       assert(index === expected, `apply of index ${index} after ${expected - 1}: commands must be applied once each, in order, without gaps`)
       expected++
       if (refused !== undefined) {
         results.push(refused)
         continue
       }
+      if (shipped !== undefined) {
+        // What the leader's apply wrote (its refusal during a restore included, as nothing).
+        results.push(SHIPPED_RESULT)
+        const { tables, records } = touchedBy(shipped)
+        for (const [key, value] of shipped) batch.writes.set(key, value)
+        if (tables.length === 0) continue
+        for (const table of tables) batch.put(tableIndexKey(table), encode(index))
+        changes.push({ index, tables, records })
+        continue
+      }
+      const ships = produced !== undefined && !NOT_SHIPPED.has(command.type)
       if (this.openRestore !== undefined && !APPLIED_DURING_RESTORE.has(command.type)) {
         results.push(applyError('restore_in_progress', `a snapshot restore is in progress (${this.openRestore.id}); every other write waits for it: retry when it is done`))
+        if (ships) producedWrites.push([index, []])
         continue
       }
       const txn = new Txn(batch)
       const result = await dispatch(txn, command, index)
       results.push(result)
       // A command that fails writes nothing but the applied index: nothing is half-written.
+      if (ships) producedWrites.push([index, result.ok ? [...txn.writes] : []])
       if (!result.ok) continue
       batch.absorb(txn)
+      // A command that touched no table (the same member address again) changes nothing anyone listens to.
+      if (txn.touchedTables.size === 0) continue
       const tables = [...txn.touchedTables]
       for (const table of tables) batch.put(tableIndexKey(table), encode(index))
       changes.push({ index, tables, records: [...txn.touchedRecords] })
@@ -342,6 +393,7 @@ export class StateStore {
       for (const listener of this.changeListeners) listener(tables, records, index)
       this.watches.notify(tables, records)
     }
+    if (produced !== undefined) for (const [index, writes] of producedWrites) produced(index, writes)
     return results
   }
 
@@ -352,11 +404,13 @@ export class StateStore {
    * have written) never throws: it is applied as a no-op, the same on every replica, its result an invalid_input error,
    * and `applied` is called with a noop command for it.
    */
-  async applyEntries<E extends LogEntry>(entries: readonly E[], applied?: (entry: E, command: Command, result: ApplyResult) => void): Promise<void> {
+  async applyEntries<E extends LogEntry>(entries: readonly E[], applied?: (entry: E, command: Command, result: ApplyResult) => void, options: ApplyOptions<E> = {}): Promise<void> {
+    const { produced } = options
     for (let start = 0; start < entries.length; start += APPLY_BATCH_MAX) {
       const chunk = entries.slice(start, start + APPLY_BATCH_MAX)
-      const { items, malformed, undecodable } = decodeEntries(chunk)
-      const results = await this.applyBatch(items)
+      const { items, malformed, undecodable } = decodeEntries(chunk, options.shipped)
+      const first = chunk[0]?.index ?? 0
+      const results = await this.applyBatch(items, produced === undefined ? undefined : (index, writes) => produced(chunk[index - first]!, writes))
       for (const { index, message } of malformed) for (const listener of this.malformedListeners) listener(index, message)
       if (applied !== undefined) for (const [n, { command }] of items.entries()) applied(chunk[n]!, command, results[n]!)
       if (undecodable !== undefined) throw undecodable
@@ -370,3 +424,15 @@ export class StateStore {
   }
 }
 
+
+/** The tables and records that shipped writes touched: the tables of their record keys, and those keys (Txn.putRecord). */
+function touchedBy(writes: ShippedWrites): { tables: Table[]; records: string[] } {
+  const tables = new Set<Table>()
+  const records: string[] = []
+  for (const [key] of writes) {
+    if (!key.startsWith(RECORD_KEY_START)) continue
+    tables.add(key.slice(RECORD_KEY_START.length, key.indexOf(SEP, RECORD_KEY_START.length)) as Table)
+    records.push(key)
+  }
+  return { tables: [...tables], records }
+}

@@ -50,7 +50,7 @@ import {
 import { configEntryKey } from '../../../src/state/config-entries.js'
 import { LINK_NAME, linkSpec } from '../../../src/state/link.js'
 import type { AclAuthMethod, AclBindingRule, AclPolicy, AclRole, AclToken, CloudLink, ConfigEntry } from '../../../src/state/records.js'
-import { decodeCommand, encodeCommand, StateStore } from '../../../src/state/store.js'
+import { decodeCommand, encodeCommand, StateStore, type ShippedWrites } from '../../../src/state/store.js'
 import {
   authMethodSpec,
   bindingRuleSpec,
@@ -1373,6 +1373,40 @@ describe('state: apply', function () {
       // The same change notifications, in the same order: one per command that succeeded.
       expect(changes.length).to.be.greaterThan(30)
       expect(changes).to.deep.equal(singleChanges)
+    })
+
+    it('a follower that applies the leader’s shipped writes ends with the same bytes and notifications, decoding no command', async function () {
+      // The leader applies the log and keeps what each command wrote (ApplyOptions.produced); the follower is handed
+      // those writes (ApplyOptions.shipped) for log entries whose bytes are not even a command, so that only the writes
+      // can have made its state. Membership commands are not shipped: the follower decodes and applies those itself.
+      const commands: Command[] = [...script(), { v: COMMAND_VERSION, type: 'raft.member.set', Node: 'n4', Address: '127.0.0.1:9004' }, cmd.tokenCreate(tokenCreate(40))]
+      const entries = commands.map((command, n) => ({ data: encodeCommand(command), index: n + 1, term: 1, type: 'command' }))
+      const follower = await Harness.open(dirs)
+      const leaderChanges: string[][] = []
+      const followerChanges: string[][] = []
+      h.store.changeListeners.add((tables, records, index) => leaderChanges.push([String(index), ...tables, ...records]))
+      follower.store.changeListeners.add((tables, records, index) => followerChanges.push([String(index), ...tables, ...records]))
+      const produced = new Map<number, ShippedWrites>()
+      for (let start = 0, size = 1; start < entries.length; start += size, size = (size % 5) + 1) {
+        await h.store.applyEntries(entries.slice(start, start + size), undefined, { produced: (entry, writes) => produced.set(entry.index, writes) })
+      }
+      const shippedTypes = new Set(commands.filter((_, n) => produced.has(n + 1)).map((command) => command.type))
+      expect(shippedTypes.has('noop') || shippedTypes.has('raft.member.set')).to.equal(false)
+      expect(produced.size).to.equal(commands.filter((command) => command.type !== 'noop' && command.type !== 'raft.member.set').length)
+      expect([...produced.values()].filter((writes) => writes.length === 0).length, 'failed commands ship no writes').to.be.greaterThan(3)
+      const notACommand = Uint8Array.of(0xc1)
+      const followerEntries = entries.map((entry) => (produced.has(entry.index) ? { ...entry, data: notACommand } : entry))
+      const decoded: string[] = []
+      for (let start = 0, size = 3; start < followerEntries.length; start += size, size = (size % 4) + 2) {
+        await follower.store.applyEntries(followerEntries.slice(start, start + size), (_entry, command) => decoded.push(command.type), { shipped: (entry) => produced.get(entry.index) })
+      }
+      expect(decoded).to.include('raft.member.set')
+      expect(follower.store.lastApplied).to.equal(h.store.lastApplied)
+      expect(await tableIndexes(follower.store)).to.deep.equal(await tableIndexes(h.store))
+      expectSameContents(await dump(follower.store), await dump(h.store))
+      expect(await indexProblems(follower.store)).to.deep.equal([])
+      expect(followerChanges.length).to.be.greaterThan(30)
+      expect(followerChanges).to.deep.equal(leaderChanges)
     })
 
     it('a batch must continue the applied index without a gap', async function () {
