@@ -29,6 +29,8 @@ export interface RaftView {
   snapshotsTaken: number
   snapshotsInstalled: number
   snapshotsSent: number
+  appliedShipped: number
+  appliedUnshipped: number
   /** On the leader, each other member; empty elsewhere. */
   followers: ReadonlyArray<{ id: string; matchIndex: number; lagEntries: number; lastContactMs: number }>
 }
@@ -77,7 +79,7 @@ export interface MetricsOptions {
 
 /** Before the agent has its parts: every value zero. */
 const NO_SOURCES: MetricSources = {
-  raft: () => ({ term: 0, commitIndex: 0, appliedIndex: 0, lastIndex: 0, snapshotIndex: 0, isLeader: false, leaderKnown: false, lastContactMs: 0, voters: 0, leaderChanges: 0, becameLeader: 0, snapshotsTaken: 0, snapshotsInstalled: 0, snapshotsSent: 0, followers: [] }),
+  raft: () => ({ term: 0, commitIndex: 0, appliedIndex: 0, lastIndex: 0, snapshotIndex: 0, isLeader: false, leaderKnown: false, lastContactMs: 0, voters: 0, leaderChanges: 0, becameLeader: 0, snapshotsTaken: 0, snapshotsInstalled: 0, snapshotsSent: 0, appliedShipped: 0, appliedUnshipped: 0, followers: [] }),
   tableIndexes: () => [],
   acl: () => ({ resolutions: 0, cacheHits: 0, remoteLookups: 0, cacheEntries: 0 }),
   blockingQueries: () => 0,
@@ -222,6 +224,8 @@ export class AgentMetrics {
     this.counter(METRICS.raftSnapshotsTaken, (counter) => counter.inc(this.raft().snapshotsTaken))
     this.counter(METRICS.raftSnapshotsInstalled, (counter) => counter.inc(this.raft().snapshotsInstalled))
     this.counter(METRICS.raftSnapshotsSent, (counter) => counter.inc(this.raft().snapshotsSent))
+    this.counter(METRICS.raftAppliedShipped, (counter) => counter.inc(this.raft().appliedShipped))
+    this.counter(METRICS.raftAppliedUnshipped, (counter) => counter.inc(this.raft().appliedUnshipped))
     this.gauge<'follower'>(METRICS.raftFollowerMatchIndex, (gauge) => {
       for (const follower of this.raft().followers) gauge.set({ follower: follower.id }, follower.matchIndex)
     })

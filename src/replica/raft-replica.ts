@@ -24,10 +24,11 @@ import { RaftCore, type ConfChange, type Entry, type Message, type Ready, type S
 import type { MembershipRecord, RaftStorage } from '../raft/storage/raft-storage.js'
 import type { ApplyResult, Command } from '../state/commands.js'
 import { switchToStagedState } from '../state/snapshot.js'
-import type { StateStore } from '../state/store.js'
+import type { ApplyOptions, StateStore } from '../state/store.js'
 import { holdsRaftState } from './founding.js'
 import { Membership } from './membership.js'
 import type { PeerLinks } from './peer-links.js'
+import { ShippedWritesInbox, ShippedWritesOutbox } from './shipped-writes.js'
 import { SnapshotTransfer, type SnapshotChunk } from './snapshot-transfer.js'
 import { AppliedWaiters, EntryWaiters } from './waiters.js'
 
@@ -62,6 +63,11 @@ export interface RaftReplicaOptions {
   addressCheck?: (address: string) => string | undefined
   /** Where the time of each step goes (the agent's metrics); none: the clock is not read for it. */
   timings?: ReplicaTimings
+  /**
+   * Whether a leader ships its followers the writes its apply produced, for them to apply instead of the commands
+   * (shipped-writes.ts). Default true; false makes every server apply every command itself, as releases before did.
+   */
+  shipWrites?: boolean
 }
 
 /**
@@ -86,6 +92,9 @@ export interface ReplicaCounts {
   snapshotsInstalled: number
   /** Snapshots streamed to a follower in full (as leader). */
   snapshotsSent: number
+  /** Commands applied here from the writes a leader shipped, and commands applied by running them (not as leader). */
+  appliedShipped: number
+  appliedUnshipped: number
 }
 
 /** The leader's view of one other member's replication (RaftReplica.followers). */
@@ -159,7 +168,10 @@ export class RaftReplica {
   private readonly stopping = new AbortController()
   /** Bytes of the entries held in the log's in-memory mirror since its last compaction (about: what was appended). */
   private appendedBytes = 0
-  readonly counts: ReplicaCounts = { leaderChanges: 0, becameLeader: 0, snapshotsTaken: 0, snapshotsInstalled: 0, snapshotsSent: 0 }
+  readonly counts: ReplicaCounts = { leaderChanges: 0, becameLeader: 0, snapshotsTaken: 0, snapshotsInstalled: 0, snapshotsSent: 0, appliedShipped: 0, appliedUnshipped: 0 }
+  private readonly shipWrites: boolean
+  private readonly outbox = new ShippedWritesOutbox()
+  private readonly inbox = new ShippedWritesInbox()
 
   constructor(private readonly options: RaftReplicaOptions) {
     this.nodeName = options.nodeName
@@ -173,6 +185,7 @@ export class RaftReplica {
     this.electionTimeoutTicks = Math.max(3, Math.round(options.electionTimeoutMs / this.tickMs))
     this.leaderWaitMs = options.leaderWaitMs ?? 7_000
     this.applyWaitMs = options.applyWaitMs ?? 10_000
+    this.shipWrites = options.shipWrites ?? true
     this.writes = new EntryWaiters(options.environment, WAITING_MAX)
     this.applied = new AppliedWaiters(options.environment, WAITING_MAX)
     const environment = options.environment
@@ -192,6 +205,8 @@ export class RaftReplica {
         // Keep at most a snapshot interval of entries behind each snapshot for followers slightly behind.
         trailingEntries: Math.min(1024, options.snapshotThreshold),
         appliedIndex: options.state.lastApplied,
+        // The writes a leader ships must reach a follower with the commit index that lets it apply them.
+        announceAppliedCommit: this.shipWrites,
         // The lease in real time: the ticker does not catch up after the process was stopped, and a leader woken
         // from SIGSTOP must find its lease expired, not serve reads and authorize writes from its old state.
         clock: () => environment.now() / this.tickMs,
@@ -358,8 +373,11 @@ export class RaftReplica {
     for (let n = sentEarly; n < ready.messages.length; n++) this.send(ready.messages[n]!)
     // 3. Apply, in order; then wake what waited for this node to catch up (once per Ready, not per entry).
     const applyStartedAt = timings === undefined || ready.committedEntries.length === 0 ? 0 : this.environment.now()
-    await this.state.applyEntries(ready.committedEntries, (entry, command, result) => this.afterApply(entry, command, result))
+    const leading = this.role === 'leader'
+    await this.state.applyEntries(ready.committedEntries, (entry, command, result) => this.afterApply(entry, command, result), this.applyOptions(leading))
     if (ready.committedEntries.length > 0) {
+      if (leading) this.outbox.seal()
+      this.inbox.dropThrough(this.state.lastApplied)
       this.applied.release(this.state.lastApplied)
       if (timings !== undefined) timings.apply.observe((this.environment.now() - applyStartedAt) / 1000)
     }
@@ -372,8 +390,27 @@ export class RaftReplica {
     }
   }
 
+  /**
+   * A leader keeps the writes each command produced, for its followers; a follower applies the writes it was shipped
+   * instead of a command, except where a write of its own waits on the entry (it proposed it while it led): that
+   * write's caller needs the command's result, which only applying it here gives.
+   */
+  private applyOptions(leading: boolean): ApplyOptions<Entry> {
+    if (!this.shipWrites) return {}
+    if (leading) return { produced: (entry, writes) => this.outbox.produced(entry.index, entry.term, writes) }
+    return {
+      shipped: (entry) => {
+        const writes = this.writes.has(entry.index) ? undefined : this.inbox.take(entry.index, entry.term)
+        if (writes === undefined) this.counts.appliedUnshipped += 1
+        else this.counts.appliedShipped += 1
+        return writes
+      },
+    }
+  }
+
   private async install(snapshot: SnapshotMetadata): Promise<void> {
     assert(this.transfer.isStaged(snapshot.index), `the core installs a snapshot at ${snapshot.index} that was not staged`)
+    this.inbox.dropThrough(snapshot.index)
     await this.state.replace(switchToStagedState)
     this.appendedBytes = 0
     this.transfer.installed()
@@ -389,7 +426,16 @@ export class RaftReplica {
       this.transfer.send(message.to, message.term)
       return
     }
-    if (!this.links.send(message.to, message)) this.core.reportUnreachable(message.to)
+    if (!this.links.send(message.to, this.withShippedWrites(message))) this.core.reportUnreachable(message.to)
+  }
+
+  /** A leader's AppendEntries with the writes of the entries it lets the follower apply (shipped-writes.ts). */
+  private withShippedWrites(message: Message): Message | (Message & { shipped: Uint8Array[] }) {
+    if (!this.shipWrites || message.type !== 'appendEntries' || this.role !== 'leader') return message
+    // The follower commits up to the commit index sent, but no further than the entries it holds after this one.
+    const through = Math.min(message.leaderCommit, message.prevLogIndex + message.entries.length)
+    const shipped = this.outbox.attach(message.to, through)
+    return shipped === undefined ? message : { ...message, shipped }
   }
 
   /** What an applied entry means beyond the state: membership, and the proposal waiting on it. */
@@ -400,6 +446,8 @@ export class RaftReplica {
 
   private onSoftState(role: string, leader: string | null): void {
     const changed = leader !== this.leaderId
+    // A leader's writes to ship start with its term; a server that stops leading has none to ship.
+    if (role !== this.role) this.outbox.clear()
     this.role = role
     this.leaderId = leader
     if (changed) this.log.info({ role, leader, term: this.core.status().term }, leader === null ? 'no leader' : 'leader known')
@@ -426,6 +474,8 @@ export class RaftReplica {
     const raft = message as Message
     if (typeof raft !== 'object' || raft === null || raft.from !== from) return
     if (raft.from === this.leaderId) this.lastLeaderContactAt = this.environment.now()
+    const shipped = (raft as { shipped?: unknown }).shipped
+    if (shipped !== undefined && this.shipWrites && raft.type === 'appendEntries') this.inbox.receive(shipped, this.state.lastApplied)
     this.core.step(raft)
     this.kick()
   }

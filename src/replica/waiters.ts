@@ -54,6 +54,11 @@ export class EntryWaiters<T> {
     })
   }
 
+  /** Whether a write waits on the entry at `index` (of any term). */
+  has(index: number): boolean {
+    return this.byIndex.has(index)
+  }
+
   /** The entry at `index` with `term` was applied with `value`. */
   applied(index: number, term: number, value: T): void {
     const list = this.byIndex.get(index)

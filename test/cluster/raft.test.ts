@@ -33,6 +33,14 @@ async function eventually(check: () => Promise<boolean>, timeoutMs = 10_000): Pr
   }
 }
 
+/** A counter's value in the node's Prometheus metrics (0 when absent). */
+async function promCounter(agent: AgentProcess, name: string): Promise<number> {
+  const response = await agent.request('GET', '/v1/agent/metrics?format=prometheus')
+  expect(response.status, response.text).to.equal(200)
+  const line = response.text.split('\n').find((text) => text.startsWith(`${name} `))
+  return line === undefined ? 0 : Number(line.slice(name.length + 1))
+}
+
 describe('a three-node Raft cluster of real processes', function () {
   this.timeout(60_000)
   let cluster: TestCluster
@@ -114,6 +122,25 @@ describe('a three-node Raft cluster of real processes', function () {
     const after = await forwarded()
     expect(after.writes - before.writes).to.equal(names.length)
     expect(after.requests - before.requests).to.be.above(0).and.below(names.length)
+  })
+
+  it('followers apply the writes the leader shipped instead of running the commands, and hold the same records', async () => {
+    const leader = await cluster.leader()
+    const shippedBefore = new Map<string, number>()
+    for (const id of cluster.followers(leader)) shippedBefore.set(id, await promCounter(cluster.node(id), 'warden_raft_applied_shipped_total'))
+    const names = Array.from({ length: 40 }, (_, n) => `shipped-${n}`)
+    const answers = await Promise.all(names.map((name) => cluster.node(leader).request('PUT', '/v1/acl/policy', { body: { Name: name, Rules: `key_prefix "${name}" { policy = "read" }` } })))
+    for (const answer of answers) expect(answer.status, answer.text).to.equal(200)
+    const expected = await cluster.node(leader).request('GET', '/v1/acl/policies?consistent')
+    for (const id of cluster.followers(leader)) {
+      const follower = cluster.node(id)
+      // A default read on the follower waits until it applied everything committed before it.
+      const listed = await follower.request('GET', '/v1/acl/policies')
+      expect(listed.status, listed.text).to.equal(200)
+      expect(listed.body, `the policies on ${id}`).to.deep.equal(expected.body)
+      const shipped = (await promCounter(follower, 'warden_raft_applied_shipped_total')) - (shippedBefore.get(id) ?? 0)
+      expect(shipped, `commands ${id} applied from shipped writes`).to.be.at.least(names.length / 2)
+    }
   })
 
   it('a write on a follower is authorized by the token as the leader knows it: deleted tokens are refused, new ones found', async () => {

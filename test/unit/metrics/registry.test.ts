@@ -24,6 +24,8 @@ function raftView(appliedIndex: number): RaftView {
     snapshotsTaken: 0,
     snapshotsInstalled: 0,
     snapshotsSent: 0,
+    appliedShipped: 0,
+    appliedUnshipped: 0,
     followers: [
       { id: 'n2', matchIndex: appliedIndex, lagEntries: 0, lastContactMs: 40 },
       { id: 'n3', matchIndex: appliedIndex - 5, lagEntries: 5, lastContactMs: 1500 },

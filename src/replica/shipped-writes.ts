@@ -1,0 +1,155 @@
+/**
+ * Shipped writes: a leader sends its followers what its apply of each committed command wrote, and a follower that has
+ * them applies those writes instead of running the command again (StateStore ApplyOptions). Apply is deterministic,
+ * so the writes a command produces on the leader are the ones it would produce on any server that applied the same
+ * log before it; a follower skips decoding, checking, reading and building records, which was most of its CPU per
+ * write (docs/benchmarks.md).
+ *
+ * They are an optimization and nothing depends on them arriving: a follower applies a command itself whenever it
+ * lacks its writes (lost with a message, dropped at a bound, sent by a leader of an older build, an entry it proposed
+ * while it led). Writes are keyed by index AND term: only a committed entry is applied, and every log holds the same
+ * entry at a committed index, so writes for (index, term) from any leader are the writes for that entry.
+ *
+ * So that the writes reach a follower no later than the commit index that lets it apply them, the leader announces
+ * only what it has applied (RaftConfig.announceAppliedCommit) and the writes ride on the AppendEntries that carry
+ * that commit index.
+ */
+import { decode, encode } from '../state/codec.js'
+import type { ShippedWrites } from '../state/store.js'
+
+/** Wire format version of a batch; a follower ignores batches of a version it does not know. */
+const BATCH_VERSION = 1
+/** Bytes of encoded writes per batch, at most (one entry's writes always fit, however large). */
+const BATCH_BYTES_MAX = 256 * 1024
+/** Batches a leader keeps for followers that have not been sent them yet. */
+const OUTBOX_BATCHES_MAX = 256
+/** Bytes a leader keeps, and attaches to one AppendEntries, at most. */
+const OUTBOX_BYTES_MAX = 16 * 1024 * 1024
+const ATTACHED_BYTES_MAX = 2 * 1024 * 1024
+/** Entries' writes a follower holds for entries it has not applied yet. */
+const INBOX_ENTRIES_MAX = 16_384
+
+/** One encoded batch: the writes of the entries first..last that shipped (some in between may not have). */
+interface Batch {
+  readonly first: number
+  readonly last: number
+  readonly bytes: Uint8Array
+}
+
+/** A leader's side: the writes its applies produced, encoded once per batch for every follower. */
+export class ShippedWritesOutbox {
+  private batches: Batch[] = []
+  private bytes = 0
+  private pending: Array<[number, number, ShippedWrites]> = []
+  private pendingBytes = 0
+  /** Per follower, the last index whose writes were attached to a message to it. */
+  private readonly sentThrough = new Map<string, number>()
+
+  /** Called by the store for each command it applied, in log order. */
+  produced(index: number, term: number, writes: ShippedWrites): void {
+    this.pending.push([index, term, writes])
+    for (const [key, value] of writes) this.pendingBytes += key.length + (value?.length ?? 0) + 8
+    if (this.pendingBytes >= BATCH_BYTES_MAX) this.seal()
+  }
+
+  /** Encodes what the last apply produced into a batch (called after each apply). */
+  seal(): void {
+    if (this.pending.length === 0) return
+    const bytes = encode([BATCH_VERSION, this.pending])
+    this.batches.push({ first: this.pending[0]![0], last: this.pending[this.pending.length - 1]![0], bytes })
+    this.bytes += bytes.length
+    this.pending = []
+    this.pendingBytes = 0
+    while (this.batches.length > OUTBOX_BATCHES_MAX || this.bytes > OUTBOX_BYTES_MAX) this.bytes -= this.batches.shift()!.bytes.length
+  }
+
+  /**
+   * The batches to attach to an AppendEntries to `to` that lets it apply up to `through`: those it was not sent yet
+   * with writes at or below that index. Each batch goes to each follower once; one that is lost costs the follower an
+   * apply of its own.
+   */
+  attach(to: string, through: number): Uint8Array[] | undefined {
+    const sent = this.sentThrough.get(to) ?? 0
+    let attached: Uint8Array[] | undefined
+    let bytes = 0
+    let last = sent
+    for (const batch of this.batches) {
+      if (batch.last <= sent || batch.first > through) continue
+      // Past the bound the rest are skipped, not kept for later: they would only grow the next message.
+      last = Math.max(last, batch.last)
+      if (bytes + batch.bytes.length > ATTACHED_BYTES_MAX && attached !== undefined) continue
+      ;(attached ??= []).push(batch.bytes)
+      bytes += batch.bytes.length
+    }
+    if (last > sent) this.sentThrough.set(to, last)
+    return attached
+  }
+
+  /** Forgets everything: this server stopped leading (a later term starts with nothing sent). */
+  clear(): void {
+    this.batches = []
+    this.bytes = 0
+    this.pending = []
+    this.pendingBytes = 0
+    this.sentThrough.clear()
+  }
+}
+
+/** A follower's side: the writes it was sent, by index, until it applies those entries. */
+export class ShippedWritesInbox {
+  private readonly byIndex = new Map<number, { term: number; writes: ShippedWrites }>()
+
+  get size(): number {
+    return this.byIndex.size
+  }
+
+  /** Takes in batches attached to an AppendEntries; a batch or an entry not in the shape a leader sends is ignored. */
+  receive(batches: unknown, appliedIndex: number): void {
+    if (!Array.isArray(batches)) return
+    for (const bytes of batches) {
+      if (!(bytes instanceof Uint8Array)) continue
+      let batch: unknown
+      try {
+        batch = decode(bytes)
+      } catch {
+        continue
+      }
+      if (!Array.isArray(batch) || batch[0] !== BATCH_VERSION || !Array.isArray(batch[1])) continue
+      for (const item of batch[1] as unknown[]) {
+        const parsed = parseItem(item)
+        if (parsed === undefined || parsed.index <= appliedIndex) continue
+        if (this.byIndex.size >= INBOX_ENTRIES_MAX && !this.byIndex.has(parsed.index)) return
+        this.byIndex.set(parsed.index, { term: parsed.term, writes: parsed.writes })
+      }
+    }
+  }
+
+  /** The writes for the entry (index, term), once: undefined when none were received for that very entry. */
+  take(index: number, term: number): ShippedWrites | undefined {
+    const found = this.byIndex.get(index)
+    if (found === undefined) return undefined
+    this.byIndex.delete(index)
+    return found.term === term ? found.writes : undefined
+  }
+
+  /** Drops what is at or below `index`: applied, or skipped by a snapshot. */
+  dropThrough(index: number): void {
+    if (this.byIndex.size === 0) return
+    for (const key of this.byIndex.keys()) if (key <= index) this.byIndex.delete(key)
+  }
+}
+
+function parseItem(item: unknown): { index: number; term: number; writes: ShippedWrites } | undefined {
+  if (!Array.isArray(item) || item.length !== 3) return undefined
+  const [index, term, writes] = item as [unknown, unknown, unknown]
+  if (!Number.isSafeInteger(index) || !Number.isSafeInteger(term) || !Array.isArray(writes)) return undefined
+  const checked: Array<readonly [string, Buffer | null]> = []
+  for (const write of writes as unknown[]) {
+    if (!Array.isArray(write) || write.length !== 2 || typeof write[0] !== 'string') return undefined
+    const value: unknown = write[1]
+    if (value === null) checked.push([write[0], null])
+    else if (value instanceof Uint8Array) checked.push([write[0], Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength)])
+    else return undefined
+  }
+  return { index: index as number, term: term as number, writes: checked }
+}
