@@ -60,7 +60,7 @@ export const METRICS = {
   raftSnapshotsInstalled: metric('raft.snapshots_installed', 'counter', 'Snapshots this server installed from the leader.'),
   raftSnapshotsSent: metric('raft.snapshots_sent', 'counter', 'Snapshots this server, as leader, sent to a follower in full.'),
   raftAppliedShipped: metric('raft.applied_shipped', 'counter', 'Commands this server applied, as follower, from the writes its leader shipped.'),
-  raftAppliedUnshipped: metric('raft.applied_unshipped', 'counter', 'Commands this server applied, as follower, by running them: no shipped writes had come for them.'),
+  raftAppliedUnshipped: metric('raft.applied_unshipped', 'counter', 'Commands this server applied, as follower, by running them: membership commands, and those whose shipped writes had not come.'),
   raftAppend: metric('raft.append', 'histogram', 'Time to persist one batch of log entries and hard state (one LevelDB write, synced): the group commit.'),
   raftApply: metric('raft.apply', 'histogram', 'Time to apply one batch of committed entries to the state.'),
   raftSnapshot: metric('raft.snapshot', 'histogram', 'Time to take a snapshot: sync the state, record it, compact the log.'),

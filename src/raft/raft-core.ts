@@ -98,7 +98,8 @@ export interface RaftConfig {
    * A leader tells its followers a commit index no higher than what it has applied itself. The driver can then send,
    * with that commit index, the writes its own apply produced, and a follower applies those instead of running each
    * command again (RaftReplica: shipped writes). Only what followers learn is delayed, by the leader's apply: when an
-   * entry commits is unchanged. Default false.
+   * entry commits is unchanged. A leader that has more than maxCommittedEntriesPerReady committed entries left to
+   * apply tells its whole commit index. Default false.
    */
   readonly announceAppliedCommit?: boolean
 }
@@ -550,8 +551,12 @@ export class RaftCore {
    * A follower that learns less commits later, never wrongly; a leader leaving after its removal tells all it knows.
    */
   private announcedCommit(): number {
-    if (!this.settings.announceAppliedCommit || this.announceAll) return this.log.commitIndex
-    return Math.min(this.log.commitIndex, this.log.appliedIndex)
+    const { commitIndex, appliedIndex } = this.log
+    if (!this.settings.announceAppliedCommit || this.announceAll) return commitIndex
+    // A leader further behind than one Ready's worth of entries (a new leader applying a backlog, a slow apply) does
+    // not hold its followers back: they apply those entries themselves.
+    if (commitIndex - appliedIndex > this.settings.maxCommittedEntriesPerReady) return commitIndex
+    return Math.min(commitIndex, appliedIndex)
   }
 
   // ---------------------------------------------------------------------------------------------------------------

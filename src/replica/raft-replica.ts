@@ -397,13 +397,18 @@ export class RaftReplica {
    */
   private applyOptions(leading: boolean): ApplyOptions<Entry> {
     if (!this.shipWrites) return {}
-    if (leading) return { produced: (entry, writes) => this.outbox.produced(entry.index, entry.term, writes) }
+    if (leading) {
+      // A leader without followers has no one to ship to.
+      const { voters, learners } = this.core.status({ progress: false }).configuration
+      if (voters.length + learners.length <= 1) return {}
+      return { produced: (entry, shipped) => this.outbox.produced(entry.index, entry.term, shipped) }
+    }
     return {
       shipped: (entry) => {
-        const writes = this.writes.has(entry.index) ? undefined : this.inbox.take(entry.index, entry.term)
-        if (writes === undefined) this.counts.appliedUnshipped += 1
+        const shipped = this.writes.has(entry.index) ? undefined : this.inbox.take(entry.index, entry.term)
+        if (shipped === undefined) this.counts.appliedUnshipped += 1
         else this.counts.appliedShipped += 1
-        return writes
+        return shipped
       },
     }
   }
@@ -426,15 +431,19 @@ export class RaftReplica {
       this.transfer.send(message.to, message.term)
       return
     }
-    if (!this.links.send(message.to, this.withShippedWrites(message))) this.core.reportUnreachable(message.to)
+    const wire = this.withShippedWrites(message)
+    if (this.links.send(message.to, wire)) return
+    if (wire !== message) this.outbox.unsent(message.to)
+    this.core.reportUnreachable(message.to)
   }
 
   /** A leader's AppendEntries with the writes of the entries it lets the follower apply (shipped-writes.ts). */
   private withShippedWrites(message: Message): Message | (Message & { shipped: Uint8Array[] }) {
     if (!this.shipWrites || message.type !== 'appendEntries' || this.role !== 'leader') return message
-    // The follower commits up to the commit index sent, but no further than the entries it holds after this one.
+    // The follower may apply up to the commit index sent, and no further than the entries it holds after this one;
+    // batches that reach past that go whole (their entries are committed, and the follower keeps them for later).
     const through = Math.min(message.leaderCommit, message.prevLogIndex + message.entries.length)
-    const shipped = this.outbox.attach(message.to, through)
+    const shipped = this.outbox.attach(message.to, message.prevLogIndex, through)
     return shipped === undefined ? message : { ...message, shipped }
   }
 

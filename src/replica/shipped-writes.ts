@@ -15,7 +15,7 @@
  * that commit index.
  */
 import { decode, encode } from '../state/codec.js'
-import type { ShippedWrites } from '../state/store.js'
+import type { Shipped, ShippedWrites } from '../state/store.js'
 
 /** Wire format version of a batch; a follower ignores batches of a version it does not know. */
 const BATCH_VERSION = 1
@@ -26,8 +26,9 @@ const OUTBOX_BATCHES_MAX = 256
 /** Bytes a leader keeps, and attaches to one AppendEntries, at most. */
 const OUTBOX_BYTES_MAX = 16 * 1024 * 1024
 const ATTACHED_BYTES_MAX = 2 * 1024 * 1024
-/** Entries' writes a follower holds for entries it has not applied yet. */
+/** Entries' writes a follower holds for entries it has not applied yet, and their bytes, at most. */
 const INBOX_ENTRIES_MAX = 16_384
+const INBOX_BYTES_MAX = 32 * 1024 * 1024
 
 /** One encoded batch: the writes of the entries first..last that shipped (some in between may not have). */
 interface Batch {
@@ -40,15 +41,16 @@ interface Batch {
 export class ShippedWritesOutbox {
   private batches: Batch[] = []
   private bytes = 0
-  private pending: Array<[number, number, ShippedWrites]> = []
+  /** Per entry: index, term, command version, command type, writes. */
+  private pending: Array<[number, number, number, string, ShippedWrites]> = []
   private pendingBytes = 0
   /** Per follower, the last index whose writes were attached to a message to it. */
   private readonly sentThrough = new Map<string, number>()
 
   /** Called by the store for each command it applied, in log order. */
-  produced(index: number, term: number, writes: ShippedWrites): void {
-    this.pending.push([index, term, writes])
-    for (const [key, value] of writes) this.pendingBytes += key.length + (value?.length ?? 0) + 8
+  produced(index: number, term: number, shipped: Shipped): void {
+    this.pending.push([index, term, shipped.v, shipped.type, shipped.writes])
+    this.pendingBytes += writesBytes(shipped.writes)
     if (this.pendingBytes >= BATCH_BYTES_MAX) this.seal()
   }
 
@@ -64,12 +66,13 @@ export class ShippedWritesOutbox {
   }
 
   /**
-   * The batches to attach to an AppendEntries to `to` that lets it apply up to `through`: those it was not sent yet
-   * with writes at or below that index. Each batch goes to each follower once; one that is lost costs the follower an
-   * apply of its own.
+   * The batches to attach to an AppendEntries to `to` whose entries follow `prevLogIndex` and that lets it apply up
+   * to `through`: those it was not sent yet with writes at or below that index. Each batch goes to each follower
+   * once; one that is lost costs the follower an apply of its own. A message that sends entries again from an earlier
+   * index (a retry, a probe, a restarted follower) sends their writes again too.
    */
-  attach(to: string, through: number): Uint8Array[] | undefined {
-    const sent = this.sentThrough.get(to) ?? 0
+  attach(to: string, prevLogIndex: number, through: number): Uint8Array[] | undefined {
+    const sent = Math.min(this.sentThrough.get(to) ?? 0, prevLogIndex)
     let attached: Uint8Array[] | undefined
     let bytes = 0
     let last = sent
@@ -85,6 +88,11 @@ export class ShippedWritesOutbox {
     return attached
   }
 
+  /** The last message to `to` could not be sent: what it carried goes with the next one. */
+  unsent(to: string): void {
+    this.sentThrough.delete(to)
+  }
+
   /** Forgets everything: this server stopped leading (a later term starts with nothing sent). */
   clear(): void {
     this.batches = []
@@ -97,7 +105,8 @@ export class ShippedWritesOutbox {
 
 /** A follower's side: the writes it was sent, by index, until it applies those entries. */
 export class ShippedWritesInbox {
-  private readonly byIndex = new Map<number, { term: number; writes: ShippedWrites }>()
+  private readonly byIndex = new Map<number, { term: number; shipped: Shipped; bytes: number }>()
+  private bytes = 0
 
   get size(): number {
     return this.byIndex.size
@@ -118,31 +127,48 @@ export class ShippedWritesInbox {
       for (const item of batch[1] as unknown[]) {
         const parsed = parseItem(item)
         if (parsed === undefined || parsed.index <= appliedIndex) continue
-        if (this.byIndex.size >= INBOX_ENTRIES_MAX && !this.byIndex.has(parsed.index)) return
-        this.byIndex.set(parsed.index, { term: parsed.term, writes: parsed.writes })
+        const bytes = writesBytes(parsed.shipped.writes)
+        this.delete(parsed.index)
+        if (this.byIndex.size >= INBOX_ENTRIES_MAX || this.bytes + bytes > INBOX_BYTES_MAX) return
+        this.byIndex.set(parsed.index, { term: parsed.term, shipped: parsed.shipped, bytes })
+        this.bytes += bytes
       }
     }
   }
 
   /** The writes for the entry (index, term), once: undefined when none were received for that very entry. */
-  take(index: number, term: number): ShippedWrites | undefined {
+  take(index: number, term: number): Shipped | undefined {
     const found = this.byIndex.get(index)
     if (found === undefined) return undefined
-    this.byIndex.delete(index)
-    return found.term === term ? found.writes : undefined
+    this.delete(index)
+    return found.term === term ? found.shipped : undefined
   }
 
   /** Drops what is at or below `index`: applied, or skipped by a snapshot. */
   dropThrough(index: number): void {
     if (this.byIndex.size === 0) return
-    for (const key of this.byIndex.keys()) if (key <= index) this.byIndex.delete(key)
+    for (const key of this.byIndex.keys()) if (key <= index) this.delete(key)
+  }
+
+  private delete(index: number): void {
+    const found = this.byIndex.get(index)
+    if (found === undefined) return
+    this.byIndex.delete(index)
+    this.bytes -= found.bytes
   }
 }
 
-function parseItem(item: unknown): { index: number; term: number; writes: ShippedWrites } | undefined {
-  if (!Array.isArray(item) || item.length !== 3) return undefined
-  const [index, term, writes] = item as [unknown, unknown, unknown]
-  if (!Number.isSafeInteger(index) || !Number.isSafeInteger(term) || !Array.isArray(writes)) return undefined
+/** About the bytes writes take, encoded or held (keys counted in characters). */
+function writesBytes(writes: ShippedWrites): number {
+  let bytes = 0
+  for (const [key, value] of writes) bytes += key.length + (value?.length ?? 0) + 8
+  return bytes
+}
+
+function parseItem(item: unknown): { index: number; term: number; shipped: Shipped } | undefined {
+  if (!Array.isArray(item) || item.length !== 5) return undefined
+  const [index, term, v, type, writes] = item as [unknown, unknown, unknown, unknown, unknown]
+  if (!Number.isSafeInteger(index) || !Number.isSafeInteger(term) || !Number.isSafeInteger(v) || typeof type !== 'string' || !Array.isArray(writes)) return undefined
   const checked: Array<readonly [string, Buffer | null]> = []
   for (const write of writes as unknown[]) {
     if (!Array.isArray(write) || write.length !== 2 || typeof write[0] !== 'string') return undefined
@@ -151,5 +177,5 @@ function parseItem(item: unknown): { index: number; term: number; writes: Shippe
     else if (value instanceof Uint8Array) checked.push([write[0], Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength)])
     else return undefined
   }
-  return { index: index as number, term: term as number, writes: checked }
+  return { index: index as number, term: term as number, shipped: { v: v as number, type, writes: checked } }
 }

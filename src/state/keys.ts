@@ -59,6 +59,8 @@ export const RESTORE_KEY = `m${SEP}restore`
 export const STAGED_PREFIX = `s${SEP}`
 /** Written with sync to make every earlier write durable (see StateStore.sync). */
 export const SYNC_KEY = `m${SEP}sync`
+/** Written into a state staged from a leader's snapshot once it is complete; stays in it after the switch. */
+export const STAGED_MARK_KEY = `m${SEP}staged`
 
 /** Two-part keys (namespace and name) for records addressed by name. */
 export function nsKey(namespace: string, name: string): string {

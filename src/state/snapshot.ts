@@ -10,7 +10,7 @@
  */
 import { decode } from './codec.js'
 import type { StateDirectoryName, StateFiles } from './files.js'
-import { APPLIED_KEY, RESTORE_KEY, STAGED_PREFIX, prefixEnd } from './keys.js'
+import { APPLIED_KEY, RESTORE_KEY, STAGED_MARK_KEY, STAGED_PREFIX, prefixEnd } from './keys.js'
 import type { StateDb } from './reader.js'
 import type { StateStore } from './store.js'
 
@@ -76,7 +76,7 @@ export class IncomingState {
   /** Syncs, closes and marks the staged state complete (durably); returns its applied index. */
   async complete(): Promise<number> {
     const applied = await this.db.get(APPLIED_KEY)
-    await this.db.put('m\u0000staged', Buffer.alloc(0), { sync: true })
+    await this.db.put(STAGED_MARK_KEY, Buffer.alloc(0), { sync: true })
     await this.db.close()
     await this.files.mark('incoming', COMPLETE_MARKER)
     return applied === undefined ? 0 : decode<number>(applied)

@@ -10,13 +10,13 @@ import { assert } from '../lib/assert.js'
 import { decode, encode } from './codec.js'
 import { dispatch } from './apply.js'
 import { applyError, COMMAND_VERSION, type ApplyResult, type Command } from './commands.js'
-import { APPLIED_KEY, RESTORE_KEY, SEP, STAGED_PREFIX, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
+import { APPLIED_KEY, BOOTSTRAP_KEY, RESTORE_KEY, SEP, STAGED_PREFIX, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
 import { APPLIED_DURING_RESTORE, isRestoreCommand, planRestore, RestoreBuild, STAGED_END, type RestoreCommand, type RestoreProgress } from './restore.js'
 import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
 import { dbReader, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
-import { validateCommand } from './validate.js'
+import { isKnownCommand, validateCommand } from './validate.js'
 import { Watches } from './watch.js'
 
 /** A committed command this build cannot apply. The node must stop: applying around it would fork the state. */
@@ -61,7 +61,6 @@ export const APPLY_BATCH_MAX = 256
 export interface LogEntry {
   data: Uint8Array
   index: number
-  term?: number
   type?: string
 }
 
@@ -72,6 +71,13 @@ export interface LogEntry {
  */
 export type ShippedWrites = ReadonlyArray<readonly [string, Buffer | null]>
 
+/** A command's writes with its version and type: a server applies them only for a command it knows and would ship. */
+export interface Shipped {
+  readonly v: number
+  readonly type: string
+  readonly writes: ShippedWrites
+}
+
 /**
  * A leader's followers apply its shipped writes instead of running each command again (RaftReplica). Membership
  * commands are not shipped: a follower acts on them beyond the state (Membership.afterApply) and needs the command.
@@ -80,17 +86,29 @@ const NOT_SHIPPED: ReadonlySet<string> = new Set(['noop', 'raft.member.set', 'ra
 
 export interface ApplyOptions<E extends LogEntry> {
   /** Called for each command applied here that may be shipped, with the writes it produced, once its batch is written. */
-  produced?: (entry: E, writes: ShippedWrites) => void
-  /** The writes the leader's apply of `entry` produced, when this server was sent them: applied instead of its command. */
-  shipped?: (entry: E) => ShippedWrites | undefined
+  produced?: (entry: E, shipped: Shipped) => void
+  /**
+   * The writes the leader's apply of `entry` produced, when this server was sent them: applied instead of its command,
+   * if this build knows the command and every key is one a command's apply writes (acceptShipped); else it runs it.
+   */
+  shipped?: (entry: E) => Shipped | undefined
 }
 
-/** The result a server that applied shipped writes gives for the entry: the outcome was the leader's to report. */
-const SHIPPED_RESULT: ApplyResult = { ok: true }
-/** The command passed on for an entry applied from shipped writes, which was not decoded (see NOT_SHIPPED). */
-const SHIPPED_COMMAND: Command = { v: COMMAND_VERSION, type: 'noop' }
-/** Record keys start with this, then their table and SEP (keys.ts recordKey). */
-const RECORD_KEY_START = `r${SEP}`
+/**
+ * The result given for an entry applied from shipped writes: the outcome was the leader's to report, and no write
+ * waits on it here (the driver runs the command itself for an entry a write of its own waits on).
+ */
+const SHIPPED_RESULT: ApplyResult = Object.freeze({ ok: true })
+/** The command passed on for an entry applied from shipped writes, which was not decoded (never a membership one). */
+const SHIPPED_COMMAND: Command = Object.freeze({ v: COMMAND_VERSION, type: 'noop' })
+const KNOWN_TABLES: ReadonlySet<string> = new Set(TABLES)
+
+/** Shipped writes accepted for an entry, with the tables and records they touch. */
+interface ShippedChange {
+  readonly writes: ShippedWrites
+  readonly tables: Table[]
+  readonly records: string[]
+}
 
 /**
  * A command to apply at `index`. With `refused`, the command is not applied: `refused` is its result, and only the
@@ -100,8 +118,8 @@ export interface ApplyItem {
   command: Command
   index: number
   refused?: ApplyResult
-  /** The leader's writes for this entry: applied instead of `command` (ShippedWrites). */
-  shipped?: ShippedWrites
+  /** The leader's writes for this entry, accepted: applied instead of `command`. */
+  shipped?: ShippedChange
 }
 
 /**
@@ -109,7 +127,7 @@ export interface ApplyItem {
  * applied (then the node stops), nothing at or after it is. A malformed entry is decoded as a no-op whose result is
  * an invalid_input error, on every replica alike (see applyEntries).
  */
-function decodeEntries<E extends LogEntry>(entries: readonly E[], shipped?: (entry: E) => ShippedWrites | undefined): { items: ApplyItem[]; malformed: Array<{ index: number; message: string }>; undecodable?: unknown } {
+function decodeEntries<E extends LogEntry>(entries: readonly E[], shipped?: (entry: E) => Shipped | undefined): { items: ApplyItem[]; malformed: Array<{ index: number; message: string }>; undecodable?: unknown } {
   const items: ApplyItem[] = []
   const malformed: Array<{ index: number; message: string }> = []
   for (const entry of entries) {
@@ -118,9 +136,10 @@ function decodeEntries<E extends LogEntry>(entries: readonly E[], shipped?: (ent
       items.push({ command: NOOP, index: entry.index })
       continue
     }
-    const writes = shipped?.(entry)
-    if (writes !== undefined) {
-      items.push({ command: SHIPPED_COMMAND, index: entry.index, shipped: writes })
+    const offered = shipped?.(entry)
+    const change = offered === undefined ? undefined : acceptShipped(offered)
+    if (change !== undefined) {
+      items.push({ command: SHIPPED_COMMAND, index: entry.index, shipped: change })
       continue
     }
     const checked = validateCommand(entry.data)
@@ -284,7 +303,7 @@ export class StateStore {
    * so it sees their writes, and a command that fails leaves nothing but its share of the applied index. One batch of
    * 64 token creates costs about a quarter of 64 batches of one (classic-level's cost is mostly per batch).
    */
-  async applyBatch(items: readonly ApplyItem[], produced?: (index: number, writes: ShippedWrites) => void): Promise<ApplyResult[]> {
+  async applyBatch(items: readonly ApplyItem[], produced?: (index: number, shipped: Shipped) => void): Promise<ApplyResult[]> {
     // A restore's commands are applied one at a time, in their own writes (restore.ts); the rest in batches between.
     const results: ApplyResult[] = []
     let start = 0
@@ -340,11 +359,11 @@ export class StateStore {
     await this.files.remove('restore')
   }
 
-  private async applyCommands(items: readonly ApplyItem[], produced?: (index: number, writes: ShippedWrites) => void): Promise<ApplyResult[]> {
+  private async applyCommands(items: readonly ApplyItem[], produced?: (index: number, shipped: Shipped) => void): Promise<ApplyResult[]> {
     const batch = new Txn(this.db)
     const results: ApplyResult[] = []
     const changes: Array<{ index: number; tables: Table[]; records: string[] }> = []
-    const producedWrites: Array<[number, ShippedWrites]> = []
+    const producedWrites: Array<[number, Shipped]> = []
     let expected = this.appliedIndex + 1
     for (const { command, index, refused, shipped } of items) {
       assert(index === expected, `apply of index ${index} after ${expected - 1}: commands must be applied once each, in order, without gaps`)
@@ -356,8 +375,8 @@ export class StateStore {
       if (shipped !== undefined) {
         // What the leader's apply wrote (its refusal during a restore included, as nothing).
         results.push(SHIPPED_RESULT)
-        const { tables, records } = touchedBy(shipped)
-        for (const [key, value] of shipped) batch.writes.set(key, value)
+        const { tables, records } = shipped
+        for (const [key, value] of shipped.writes) batch.writes.set(key, value)
         if (tables.length === 0) continue
         for (const table of tables) batch.put(tableIndexKey(table), encode(index))
         changes.push({ index, tables, records })
@@ -366,14 +385,14 @@ export class StateStore {
       const ships = produced !== undefined && !NOT_SHIPPED.has(command.type)
       if (this.openRestore !== undefined && !APPLIED_DURING_RESTORE.has(command.type)) {
         results.push(applyError('restore_in_progress', `a snapshot restore is in progress (${this.openRestore.id}); every other write waits for it: retry when it is done`))
-        if (ships) producedWrites.push([index, []])
+        if (ships) producedWrites.push([index, { v: command.v, type: command.type, writes: [] }])
         continue
       }
       const txn = new Txn(batch)
       const result = await dispatch(txn, command, index)
       results.push(result)
       // A command that fails writes nothing but the applied index: nothing is half-written.
-      if (ships) producedWrites.push([index, result.ok ? [...txn.writes] : []])
+      if (ships) producedWrites.push([index, { v: command.v, type: command.type, writes: result.ok ? [...txn.writes] : [] }])
       if (!result.ok) continue
       batch.absorb(txn)
       // A command that touched no table (the same member address again) changes nothing anyone listens to.
@@ -410,7 +429,7 @@ export class StateStore {
       const chunk = entries.slice(start, start + APPLY_BATCH_MAX)
       const { items, malformed, undecodable } = decodeEntries(chunk, options.shipped)
       const first = chunk[0]?.index ?? 0
-      const results = await this.applyBatch(items, produced === undefined ? undefined : (index, writes) => produced(chunk[index - first]!, writes))
+      const results = await this.applyBatch(items, produced === undefined ? undefined : (index, shipped) => produced(chunk[index - first]!, shipped))
       for (const { index, message } of malformed) for (const listener of this.malformedListeners) listener(index, message)
       if (applied !== undefined) for (const [n, { command }] of items.entries()) applied(chunk[n]!, command, results[n]!)
       if (undecodable !== undefined) throw undecodable
@@ -424,15 +443,25 @@ export class StateStore {
   }
 }
 
-
-/** The tables and records that shipped writes touched: the tables of their record keys, and those keys (Txn.putRecord). */
-function touchedBy(writes: ShippedWrites): { tables: Table[]; records: string[] } {
+/**
+ * Shipped writes this build may apply instead of their command: the command is of a version and type it knows and
+ * would ship, and every key is one a command's apply writes (a record, a unique or a non-unique index entry of a
+ * known table, the bootstrap mark), never the store's own bookkeeping (applied index, restore, staged records). Gives
+ * the tables and records they touch, as Txn.putRecord would have noted them; undefined to run the command instead.
+ */
+function acceptShipped(shipped: Shipped): ShippedChange | undefined {
+  if (!isKnownCommand(shipped.v, shipped.type) || NOT_SHIPPED.has(shipped.type)) return undefined
   const tables = new Set<Table>()
   const records: string[] = []
-  for (const [key] of writes) {
-    if (!key.startsWith(RECORD_KEY_START)) continue
-    tables.add(key.slice(RECORD_KEY_START.length, key.indexOf(SEP, RECORD_KEY_START.length)) as Table)
+  for (const [key] of shipped.writes) {
+    if (key === BOOTSTRAP_KEY) continue
+    const kind = key.slice(0, 2)
+    const end = key.indexOf(SEP, 2)
+    const table = end === -1 ? '' : key.slice(2, end)
+    if ((kind !== `r${SEP}` && kind !== `u${SEP}` && kind !== `x${SEP}`) || !KNOWN_TABLES.has(table)) return undefined
+    if (kind !== `r${SEP}`) continue
+    tables.add(table as Table)
     records.push(key)
   }
-  return { tables: [...tables], records }
+  return { writes: shipped.writes, tables: [...tables], records }
 }

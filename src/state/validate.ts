@@ -53,6 +53,11 @@ export function validateCommand(bytes: Uint8Array): CommandCheck {
 }
 
 /** Checks a decoded command (or one built in this process, before it is encoded); never throws. */
+/** Whether this build applies commands of version `v` and type `type` (the check checkCommand makes first). */
+export function isKnownCommand(v: unknown, type: unknown): boolean {
+  return v === COMMAND_VERSION && typeof type === 'string' && Object.hasOwn(CHECKERS, type)
+}
+
 export function checkCommand(value: unknown): CommandCheck {
   try {
     if (!isPlainMap(value)) return malformed('command', `must be a map, not ${describe(value)}`)

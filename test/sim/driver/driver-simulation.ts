@@ -20,8 +20,9 @@ import { ClusterNode } from '../../../src/rpc/cluster-node.js'
 import { COMMAND_VERSION } from '../../../src/state/commands.js'
 import { configEntryKey } from '../../../src/state/config-entries.js'
 import { openNode } from '../../../src/rpc/open-node.js'
+import { STAGED_MARK_KEY, SYNC_KEY } from '../../../src/state/keys.js'
 import { decodeCommand, StateStore } from '../../../src/state/store.js'
-import { configSpec, getRecord, listRecords } from '../../../src/state/tables.js'
+import { configSpec, getRecord } from '../../../src/state/tables.js'
 import { checkOperations, describePartition, registerModel, type Operation, type RegisterInput, type RegisterOutput } from '../../support/linearizability.js'
 import { Process, SimDisk, SimLinks, SimNetwork, World } from './world.js'
 
@@ -679,7 +680,7 @@ export class DriverSimulation {
       const bad = result.partitions.find((partition) => partition.outcome !== 'ok')!
       throw new Error(`linearizability: ${result.outcome}\n${describePartition(registerModel<string>(), bad)}`)
     }
-    // State machine safety: every voter that applied the same index holds the same config table. Writes still in
+    // State machine safety: every voter that applied the same index holds the same state. Writes still in
     // flight when the chaos ended may commit during the reads above: first let every voter apply what the leader has
     // committed, so that the comparison is not vacuous; then compare voters at the same applied index only (seed
     // 0x17f515f2 compared n2 at 22 with n1 and n3 at 23, which had applied one more write).
@@ -690,14 +691,22 @@ export class DriverSimulation {
     for (let step = 0; step < 100_000 && voting().some((server) => server.state!.lastApplied < leader.replica!.status().commitIndex); step += 1) {
       if (!(await this.world.step())) break
     }
+    // The whole state, every key and value but the node's own marks (sync, a staged snapshot's): records, index entries, table indexes, the
+    // applied index, member records. Followers apply the writes the leader shipped (shipped-writes.ts) wherever they
+    // have them, so a difference in any of these is a difference this check must see.
     const dumps = new Map<string, { applied: number; records: string }>()
     for (const server of voting()) {
-      const records = await listRecords(server.state!.reader, configSpec)
-      dumps.set(`${server.name}@${server.state!.lastApplied}`, { applied: server.state!.lastApplied, records: JSON.stringify(records) })
+      const contents: string[] = []
+      for await (const [key, value] of server.state!.db.iterator()) if (key !== SYNC_KEY && key !== STAGED_MARK_KEY) contents.push(`${key}=${Buffer.from(value).toString('hex')}`)
+      dumps.set(`${server.name}@${server.state!.lastApplied}`, { applied: server.state!.lastApplied, records: contents.join('\n') })
     }
     const byApplied = new Map<number, Set<string>>()
     for (const { applied, records } of dumps.values()) byApplied.set(applied, (byApplied.get(applied) ?? new Set()).add(records))
-    if ([...byApplied.values()].some((distinct) => distinct.size > 1)) throw new Error(`state machine safety: members differ: ${[...dumps.keys()].join(', ')}`)
+    if ([...byApplied.values()].some((distinct) => distinct.size > 1)) {
+      const lines = [...dumps.entries()].map(([name, dump]) => [name, new Set(dump.records.split('\n'))] as const)
+      const differing = lines.flatMap(([name, set]) => [...set].filter((line) => lines.some(([, other]) => !other.has(line))).map((line) => `${name}: ${line.slice(0, 160)}`))
+      throw new Error(`state machine safety: members differ: ${[...dumps.keys()].join(', ')}\n${differing.slice(0, 12).join('\n')}`)
+    }
     // Log matching: where two members both hold a committed entry, it is the same entry.
     const byIndex = new Map<number, string>()
     for (const server of this.running()) {

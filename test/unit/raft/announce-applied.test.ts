@@ -65,6 +65,23 @@ describe('raft: a leader announces only what it applied (announceAppliedCommit)'
     }
   })
 
+  it('a leader with more left to apply than one Ready holds tells its whole commit index', function () {
+    const net = TestNetwork.of(['a', 'b', 'c'], { announceAppliedCommit: true, maxCommittedEntriesPerReady: 2 })
+    net.elect('a')
+    const a = net.node('a')
+    a.core.propose(['p', 'q', 'r', 's', 't'].map(bytes))
+    const first = takeReady(a)
+    a.core.advance(first)
+    for (const message of first.messages) net.deliver(message)
+    for (const id of ['b', 'c']) for (const message of net.node(id).drain()) net.deliver(message)
+    a.tick(BEAT_TICKS)
+    const ready = takeReady(a)
+    const last = first.entries.at(-1)!.index
+    expect(ready.committedEntries).to.have.length(2)
+    expect(a.status.commitIndex).to.equal(last)
+    expect(sent(ready.messages, 'heartbeat').every((m) => m.leaderCommit === last)).to.equal(true)
+  })
+
   it('followers still commit everything: a settled cluster agrees on the commit index', function () {
     const net = TestNetwork.of(['a', 'b', 'c'], { announceAppliedCommit: true })
     net.elect('a')

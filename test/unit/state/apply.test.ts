@@ -50,7 +50,7 @@ import {
 import { configEntryKey } from '../../../src/state/config-entries.js'
 import { LINK_NAME, linkSpec } from '../../../src/state/link.js'
 import type { AclAuthMethod, AclBindingRule, AclPolicy, AclRole, AclToken, CloudLink, ConfigEntry } from '../../../src/state/records.js'
-import { decodeCommand, encodeCommand, StateStore, type ShippedWrites } from '../../../src/state/store.js'
+import { decodeCommand, encodeCommand, StateStore, type Shipped } from '../../../src/state/store.js'
 import {
   authMethodSpec,
   bindingRuleSpec,
@@ -1386,14 +1386,15 @@ describe('state: apply', function () {
       const followerChanges: string[][] = []
       h.store.changeListeners.add((tables, records, index) => leaderChanges.push([String(index), ...tables, ...records]))
       follower.store.changeListeners.add((tables, records, index) => followerChanges.push([String(index), ...tables, ...records]))
-      const produced = new Map<number, ShippedWrites>()
+      const produced = new Map<number, Shipped>()
       for (let start = 0, size = 1; start < entries.length; start += size, size = (size % 5) + 1) {
-        await h.store.applyEntries(entries.slice(start, start + size), undefined, { produced: (entry, writes) => produced.set(entry.index, writes) })
+        await h.store.applyEntries(entries.slice(start, start + size), undefined, { produced: (entry, shipped) => produced.set(entry.index, shipped) })
       }
+      for (const [index, shipped] of produced) expect(shipped.type, `the type shipped at ${index}`).to.equal(commands[index - 1]!.type)
       const shippedTypes = new Set(commands.filter((_, n) => produced.has(n + 1)).map((command) => command.type))
       expect(shippedTypes.has('noop') || shippedTypes.has('raft.member.set')).to.equal(false)
       expect(produced.size).to.equal(commands.filter((command) => command.type !== 'noop' && command.type !== 'raft.member.set').length)
-      expect([...produced.values()].filter((writes) => writes.length === 0).length, 'failed commands ship no writes').to.be.greaterThan(3)
+      expect([...produced.values()].filter((shipped) => shipped.writes.length === 0).length, 'failed commands ship no writes').to.be.greaterThan(3)
       const notACommand = Uint8Array.of(0xc1)
       const followerEntries = entries.map((entry) => (produced.has(entry.index) ? { ...entry, data: notACommand } : entry))
       const decoded: string[] = []
@@ -1407,6 +1408,36 @@ describe('state: apply', function () {
       expect(await indexProblems(follower.store)).to.deep.equal([])
       expect(followerChanges.length).to.be.greaterThan(30)
       expect(followerChanges).to.deep.equal(leaderChanges)
+    })
+
+    it('runs the command instead of shipped writes for a command it does not know or would not ship, or a key apply never writes', async function () {
+      const command = cmd.tokenCreate(tokenCreate(1))
+      const entry = { data: encodeCommand(command), index: 1, term: 1, type: 'command' }
+      let shipped: Shipped | undefined
+      await h.store.applyEntries([entry], undefined, { produced: (_entry, made) => (shipped = made) })
+      expect(shipped?.writes.length).to.be.greaterThan(2)
+      const { writes } = shipped!
+      const offers: Array<[string, Shipped]> = [
+        ['another command version', { ...shipped!, v: COMMAND_VERSION + 1 }],
+        ['a type this build does not know', { ...shipped!, type: 'acl.token.future' }],
+        ['a membership command', { ...shipped!, type: 'raft.member.set' }],
+        ['the applied index', { ...shipped!, writes: [...writes, [APPLIED_KEY, encode(99)]] }],
+        ['a restore in progress', { ...shipped!, writes: [...writes, ['m\u0000restore', encode({ id: 'r' })]] }],
+        ['a record key without its table', { ...shipped!, writes: [...writes, ['r\u0000token', Buffer.from('x')]] }],
+        ['a table this build does not have', { ...shipped!, writes: [...writes, ['r\u0000future\u0000k', Buffer.from('x')]] }],
+      ]
+      for (const [what, offer] of offers) {
+        const follower = await Harness.open(dirs)
+        const ran: string[] = []
+        await follower.store.applyEntries([entry], (_entry, applied) => ran.push(applied.type), { shipped: () => offer })
+        expect(ran, what).to.deep.equal(['acl.token.create'])
+        expectSameContents(await dump(follower.store), await dump(h.store))
+      }
+      const follower = await Harness.open(dirs)
+      const ran: string[] = []
+      await follower.store.applyEntries([entry], (_entry, applied) => ran.push(applied.type), { shipped: () => shipped })
+      expect(ran, 'the writes as shipped are applied instead').to.deep.equal(['noop'])
+      expectSameContents(await dump(follower.store), await dump(h.store))
     })
 
     it('a batch must continue the applied index without a gap', async function () {
