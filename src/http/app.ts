@@ -37,11 +37,16 @@ import { requestMetricsMiddleware } from './request-metrics.js'
  * turn), which a leader holding its lease answers at once; a leader without a lease (newly elected, before an entry
  * of its term commits, or deposed without knowing it) confirms it with a heartbeat round.
  * Without a leader this fails with no_leader after the leader wait, as the write would. A write with a body passes it
- * again once the body has arrived, and is authorized again then (request.ts authorizeAfterBody).
+ * again once the body has arrived, and is authorized again then (request.ts authorizeAfterBody), unless the body was
+ * whole before this barrier's index was fixed.
  */
 function catchUpBeforeWrite(ctx: ApiContext): Promise<void> {
   if (!isWriteRequest(ctx)) return Promise.resolve()
-  return ctx.state.app.cluster.readBarrier('leader')
+  // A body that was whole when the barrier's index was fixed needs no second barrier (authorizeAfterBody): on a
+  // follower the batch's ReadIndex leaves at the end of the turn, after a body that came with its headers was parsed.
+  return ctx.state.app.cluster.readBarrier('leader', () => {
+    if (ctx.req.complete) ctx.state.barrierAfterBody = true
+  })
 }
 
 /** Socket and parser errors that a client causes (it hung up, or sent what is not HTTP). */

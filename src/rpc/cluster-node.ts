@@ -45,13 +45,19 @@ const RETRY_PAUSE_MS = 50
 /** Beyond the leader's own wait for a leadership transfer, how long a follower that forwarded it waits for the answer. */
 const TRANSFER_ANSWER_SLACK_MS = 2_000
 
+interface ReadBatch {
+  readonly answer: Promise<'confirmed' | 'no_leader'>
+  readonly fixed: Array<() => void>
+}
+
 export class ClusterNode implements Cluster {
   /** Forwarded commands waiting for the end of this turn of the event loop, when they leave in one request. */
   private forwardBatch: ForwardBatch | undefined
   /** Counts for operators (GET /v1/operator/raft/state): how much write traffic came through this node. */
   private readonly forwarded = { writes: 0, requests: 0 }
   /** The read index the reads of this turn of the event loop will share (see readIndex), by whether they accept the lease. */
-  private readonly readBatches: { lease?: Promise<'confirmed' | 'no_leader'>; consistent?: Promise<'confirmed' | 'no_leader'> } = {}
+  /** The ReadIndex batch of this turn per kind: its answer, and who waits to hear when its request leaves. */
+  private readonly readBatches: { lease?: ReadBatch; consistent?: ReadBatch } = {}
   /** On the leader: the join proofs accepted, so that a recorded one cannot be sent again (lib/join-proof.ts). */
   private readonly joinProofs = new JoinReplayGuard()
   /** Refused forwarded commands are logged at most once per peer and problem per interval: a peer could flood. */
@@ -249,7 +255,7 @@ export class ClusterNode implements Cluster {
   // ---------------------------------------------------------------------------------------------------------------
   // Reads.
 
-  async readBarrier(mode: 'leader' | 'stale' | 'consistent'): Promise<void> {
+  async readBarrier(mode: 'leader' | 'stale' | 'consistent', onFixed?: () => void): Promise<void> {
     if (mode === 'stale') return
     this.replica.checkRunning()
     const { environment } = this.replica
@@ -257,10 +263,13 @@ export class ClusterNode implements Cluster {
     for (;;) {
       if (mode === 'leader') {
         const index = this.replica.leaseRead()
-        if (index !== null) return this.replica.afterApplied(index)
+        if (index !== null) {
+          onFixed?.()
+          return this.replica.afterApplied(index)
+        }
       }
       if (this.replica.leader !== null) {
-        if ((await this.readIndex(mode === 'leader')) === 'confirmed') return
+        if ((await this.readIndex(mode === 'leader', onFixed)) === 'confirmed') return
         // The core knew no leader when the batch asked (this node's view of the leader lags the core's by a Ready):
         // wait for one, as a read that found none at first does, and ask again.
         if (environment.now() >= deadline) throw new WardenError('no_leader', 'no leader could confirm the read in time; retry')
@@ -278,17 +287,24 @@ export class ClusterNode implements Cluster {
    * write acknowledged after the request reached the leader but before a later read arrived could be missing from
    * that read. Batching spares the leader a message and a confirmation per read.
    */
-  private readIndex(lease: boolean): Promise<'confirmed' | 'no_leader'> {
+  private readIndex(lease: boolean, onFixed?: () => void): Promise<'confirmed' | 'no_leader'> {
     // Default reads (and the barrier of every write) accept the leader's lease; ?consistent reads never do: two
     // batches, so a default read never waits on a heartbeat round for a ?consistent one, nor the reverse.
     const kind = lease ? 'lease' : 'consistent'
-    this.readBatches[kind] ??= new Promise<'confirmed' | 'no_leader'>((resolve, reject) =>
-      this.replica.environment.defer(() => {
-        this.readBatches[kind] = undefined
-        this.replica.readIndex({ lease }).then(resolve, reject)
-      }),
-    )
-    return this.readBatches[kind]
+    let batch = this.readBatches[kind]
+    if (batch === undefined) {
+      const fixed: Array<() => void> = []
+      const answer = new Promise<'confirmed' | 'no_leader'>((resolve, reject) =>
+        this.replica.environment.defer(() => {
+          this.readBatches[kind] = undefined
+          for (const callback of fixed) callback()
+          this.replica.readIndex({ lease }).then(resolve, reject)
+        }),
+      )
+      batch = this.readBatches[kind] = { answer, fixed }
+    }
+    if (onFixed !== undefined) batch.fixed.push(onFixed)
+    return batch.answer
   }
 
   // ---------------------------------------------------------------------------------------------------------------
