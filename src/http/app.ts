@@ -44,6 +44,7 @@ function catchUpBeforeWrite(ctx: ApiContext): Promise<void> {
   if (!isWriteRequest(ctx)) return Promise.resolve()
   // A body that was whole when the barrier's index was fixed needs no second barrier (authorizeAfterBody): on a
   // follower the batch's ReadIndex leaves at the end of the turn, after a body that came with its headers was parsed.
+  // On a leader the lease read fixes it at once, before the body is parsed, so its (local, cheap) second one stays.
   return ctx.state.app.cluster.readBarrier('leader', () => {
     if (ctx.req.complete) ctx.state.barrierAfterBody = true
   })

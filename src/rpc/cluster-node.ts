@@ -297,7 +297,14 @@ export class ClusterNode implements Cluster {
       const answer = new Promise<'confirmed' | 'no_leader'>((resolve, reject) =>
         this.replica.environment.defer(() => {
           this.readBatches[kind] = undefined
-          for (const callback of fixed) callback()
+          // A callback that threw must not keep the batch from asking: every read in it would wait for good.
+          for (const callback of fixed) {
+            try {
+              callback()
+            } catch (error) {
+              this.replica.log.error({ err: error }, 'a read barrier callback failed')
+            }
+          }
           this.replica.readIndex({ lease }).then(resolve, reject)
         }),
       )

@@ -59,8 +59,9 @@ export interface Cluster {
    * Waits until this node may serve a read in the given mode from its own state: at once for stale reads, under the
    * leader's lease for default reads, after a ReadIndex round for consistent reads. Rejects with no_leader when it
    * cannot (a forwarding replica answers from the leader instead). `onFixed` is called when the index the read waits
-   * for is fixed (a leader's lease read at once, a follower's ReadIndex when its request leaves; again if it is asked
-   * again): every write acknowledged before that call is in what the read will see.
+   * for is fixed (a leader's lease read at once, a follower's ReadIndex when its request leaves): every write
+   * acknowledged before that call is in what the read will see. It may be called more than once (a batch that found
+   * no leader asks again, and calls it again before the index that counts is fixed), never after the barrier resolved.
    */
   readBarrier(mode: 'leader' | 'stale' | 'consistent', onFixed?: () => void): Promise<void>
   /** Milliseconds since this node last heard from the leader; 0 on the leader. */

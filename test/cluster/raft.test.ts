@@ -5,6 +5,7 @@
  * dropped connection) are allowed either way; every 200 must be in the final state.
  */
 import { expect } from 'chai'
+import { connect } from 'node:net'
 import { TestCluster } from '../support/cluster.js'
 import type { AgentProcess } from '../support/agent.js'
 
@@ -174,6 +175,39 @@ describe('a three-node Raft cluster of real processes', function () {
       loading = false
       await load
     }
+  })
+
+  it('a write whose body is still arriving on a follower when its token is deleted on the leader is refused', async () => {
+    // The body arrives in two parts, so the write's first barrier is fixed before its last byte and the follower must
+    // take a second one (app.ts catchUpBeforeWrite, request.ts authorizeAfterBody) that sees the delete.
+    const leader = cluster.node(await cluster.leader())
+    const follower = cluster.node(cluster.followers(await cluster.leader())[0]!)
+    const management = (await leader.request('GET', '/v1/acl/policy/name/global-management')).body.ID as string
+    const created = await leader.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: management }] } })
+    expect(created.status, created.text).to.equal(200)
+    const name = `slow-body-${Date.now()}`
+    const body = Buffer.from(JSON.stringify({ Name: name, Description: 'x'.repeat(500) }))
+    const head = `PUT /v1/acl/policy HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\nX-Service-Token: ${created.body.SecretID}\r\n\r\n`
+    const socket = connect({ host: '127.0.0.1', port: Number(new URL(`http://${follower.httpAddress}`).port) })
+    try {
+      const answer = new Promise<string>((resolve) => {
+        const chunks: Buffer[] = []
+        socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+        socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')))
+        socket.on('error', () => resolve(Buffer.concat(chunks).toString('utf8')))
+      })
+      await new Promise<void>((resolve) => socket.write(Buffer.concat([Buffer.from(head), body.subarray(0, 20)]), () => resolve()))
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      const deleted = await leader.request('DELETE', `/v1/acl/token/${created.body.AccessorID}`)
+      expect(deleted.body).to.equal(true)
+      socket.write(body.subarray(20))
+      const text = await answer
+      expect(text.split('\r\n')[0], text).to.match(/^HTTP\/1\.1 403 /)
+      expect(text).to.include('acl_not_found')
+    } finally {
+      socket.destroy()
+    }
+    expect((await leader.request('GET', `/v1/acl/policy/name/${name}?consistent`)).status).to.equal(404)
   })
 
   it('serves stale, default and consistent reads on every node with the consistency headers', async () => {
