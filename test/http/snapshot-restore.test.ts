@@ -189,6 +189,36 @@ describe('snapshot restore', function () {
     }
   })
 
+  it('a token deleted while its archive uploads is refused 403 acl_not_found once the upload is in, and nothing is restored', async () => {
+    const { archive } = await save()
+    const after = await agent.request('PUT', '/v1/acl/policy', { body: { Name: `after-save-${Date.now()}` } })
+    expect(after.status, after.text).to.equal(200)
+    const rules = await agent.request('PUT', '/v1/acl/policy', { body: { Name: `restorer-${Date.now()}`, Rules: 'acl = "write"' } })
+    const restorer = await agent.request('PUT', '/v1/acl/token', { body: { Policies: [{ ID: rules.body.ID }] } })
+    expect(restorer.status, restorer.text).to.equal(200)
+    let release = (): void => undefined
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const half = Math.floor(archive.length / 2)
+    async function* slowly(): AsyncGenerator<Buffer> {
+      yield archive.subarray(0, half)
+      await gate
+      yield archive.subarray(half)
+    }
+    const upload = client.upload('/v1/snapshot', slowly(), { token: restorer.body.SecretID, bytes: archive.length }).then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    // The server has checked the token and is spooling the first half by now.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect((await agent.request('DELETE', `/v1/acl/token/${restorer.body.AccessorID}`)).body).to.equal(true)
+    release()
+    const failure = await upload
+    expect((failure as ApiError).status, String(failure)).to.equal(403)
+    expect((failure as ApiError).message).to.include('ACL not found')
+    // The restore would have removed the policy written after the save.
+    expect((await agent.request('GET', `/v1/acl/policy/${after.body.ID}`)).status).to.equal(200)
+  })
+
   it('needs acl:write', async () => {
     const { archive } = await save()
     let failure: unknown

@@ -20,7 +20,7 @@ import type { StateStore } from '../../state/store.js'
 import { auditBeforeChange, auditProposed } from '../audit.js'
 import type { ApiContext } from '../context.js'
 import { setResponseHeader } from '../headers.js'
-import { hasParam, requirePermission } from '../request.js'
+import { authorizeAfterBody, hasParam, requirePermission } from '../request.js'
 
 export const SAVES_MAX = 2
 const savesInFlight = new WeakMap<StateStore, number>()
@@ -62,7 +62,7 @@ async function saveSnapshot(ctx: ApiContext): Promise<void> {
 
 /**
  * `PUT /v1/snapshot`: restores the archive in the body on every server of the datacenter (controllers/snapshot-restore.ts
- * drives it, state/restore.ts applies it). acl:write, as the save. Answers 200 with an empty body, as Consul, and the
+ * drives it, state/restore.ts applies it). acl:write, as the save, checked again once the archive is in. Answers 200 with an empty body, as Consul, and the
  * restore's index in `X-Service-Index`; a faulty archive is a 400 naming the fault, with nothing changed.
  */
 async function restoreSnapshot(ctx: ApiContext): Promise<void> {
@@ -71,7 +71,14 @@ async function restoreSnapshot(ctx: ApiContext): Promise<void> {
   if (restorer === undefined) throw new WardenError('internal', 'snapshot: this server cannot restore snapshots (it has no data directory to spool them to)')
   const announced = Number(ctx.get('content-length') || '0')
   if (announced > RESTORE_UPLOAD_BYTES_MAX) throw new WardenError('payload_too_large', `snapshot: the archive is larger than ${RESTORE_UPLOAD_BYTES_MAX} bytes`)
-  const outcome = await restorer.restore(ctx.req, { beforePropose: (id) => auditBeforeChange(ctx, 'snapshot.restore', { kind: 'snapshot', id }) })
+  const outcome = await restorer.restore(ctx.req, {
+    beforePropose: async (id) => {
+      // An upload may take minutes: the token is checked again once it is in, against every write acknowledged
+      // before its last byte (a token deleted or stripped of acl:write meanwhile restores nothing).
+      await authorizeAfterBody(ctx)
+      await auditBeforeChange(ctx, 'snapshot.restore', { kind: 'snapshot', id })
+    },
+  })
   auditProposed(ctx, outcome.index)
   setResponseHeader(ctx, 'Index', String(outcome.index))
   ctx.status = 200
