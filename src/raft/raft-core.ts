@@ -176,6 +176,8 @@ export type ProposalResult =
 
 export interface ProgressStatus {
   readonly matchIndex: number
+  /** The highest index it acknowledged in answers that count (not marked `rebuilt`): see Progress.vouchedIndex. */
+  readonly vouchedIndex: number
   readonly nextIndex: number
   readonly state: ProgressState
   readonly isLearner: boolean
@@ -585,6 +587,7 @@ export class RaftCore {
     for (const [id, pr] of this.progress) {
       progress[id] = {
         matchIndex: pr.matchIndex,
+        vouchedIndex: pr.vouchedIndex,
         nextIndex: pr.nextIndex,
         state: pr.state,
         isLearner: pr.isLearner,

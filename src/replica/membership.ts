@@ -284,7 +284,12 @@ export class Membership {
         // voter that cannot vote (the promotion carries that commit index with it).
         const recorded = await getRecord(this.replica.state.reader, memberSpec, node)
         const told = recorded?.Incarnation === undefined ? 0 : recorded.ModifyIndex
-        if (recorded !== undefined && progress !== undefined && progress.matchIndex >= status.commitIndex && status.commitIndex >= told && progress.matchIndex >= told) {
+        // And its own answers must count: a learner still waiting for its join's answer marks them `rebuilt`. The
+        // member entry may be an earlier incarnation's (the server was wiped since, and its new join's entry was lost
+        // with a leader): promoted then, it would be a voter that counts for nothing until its join is answered, and a
+        // second such voter (a wiped one) leaves four voters without a quorum (seed 0x18869fa9).
+        const vouches = progress !== undefined && progress.vouchedIndex >= status.commitIndex
+        if (recorded !== undefined && progress !== undefined && vouches && progress.matchIndex >= status.commitIndex && status.commitIndex >= told && progress.matchIndex >= told) {
           await this.replica.proposeConfChange({ type: 'addVoter', nodeId: node })
           this.replica.log.info({ node }, 'server caught up and became a voter')
           return

@@ -51,6 +51,10 @@ export const REGRESSION_SEEDS = [
   // A learner promoted before its join had written its member entry (the join failed half way) never learned where it
   // may vote from; with another voter wiped, four voters had two that counted for nothing (promotion now waits for it).
   0x18075c20,
+  // A learner promoted on a member entry of its previous incarnation (wiped since, its new join's entry lost with its
+  // leader) never learned where it may vote from; with another voter wiped, again two of four counted for nothing
+  // (promotion now waits until the learner's own answers count).
+  0x18869fa9,
 ]
 
 const SCHEDULES = Number(process.env['DRIVER_SIM_SCHEDULES'] ?? '2500')
