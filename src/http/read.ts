@@ -87,11 +87,10 @@ export async function serveRead(ctx: ApiContext, given: ReadSpec, runAlone: () =
   // ?max_stale: a stale read, unless this node has not heard from the leader for longer; then the leader's view.
   if (effective === 'stale' && maxStaleMs !== undefined && !cluster.isLeader() && cluster.lastContactMs() >= maxStaleMs) effective = 'leader'
   await cluster.readBarrier(effective)
-  // Not while a snapshot install has the state's database closed (a ?stale read passes the barrier at once).
-  await state.whenReplaced()
   // What the route resolves through the caller's token (its namespace) is resolved past the barrier, at the state the
-  // read will see: a token created a moment ago through the leader is known here by now.
-  const prepared = given.prepare === undefined ? {} : await given.prepare()
+  // read will see: a token created a moment ago through the leader is known here by now. Not while a snapshot install
+  // has the state's database closed (a ?stale read passes the barrier at once), and again if one replaced it meanwhile.
+  const prepared = given.prepare === undefined ? {} : await acrossReplacements(state, given.prepare)
   const spec = prepared.recordKey === undefined ? given : { ...given, recordKey: prepared.recordKey }
   const coalescer = coalescerOf(state)
   await coalescer.nextTurn()

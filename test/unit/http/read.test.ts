@@ -100,6 +100,34 @@ describe('serveRead: blocking queries', function () {
     expect(seen).to.equal(fresh)
   })
 
+  it("runs a route's prepare again when a snapshot install replaced the state under it, as it runs the read", async function () {
+    const closing = new AbortController()
+    const ctx = blockingContext(closing.signal, new Watches(), Object.assign(new EventEmitter(), { destroyed: false }))
+    ;(ctx as unknown as { query: unknown }).query = {}
+    const state = ctx.state.app.state as unknown as { generation: number }
+    let prepares = 0
+    await serveRead(
+      ctx,
+      {
+        table: 'config',
+        consistency: 'all',
+        blocking: false,
+        prepare: async () => {
+          prepares += 1
+          if (prepares === 1) {
+            // An install replaced the state while the namespace was read: the database closed under the read.
+            state.generation += 1
+            throw new Error('Database is not open')
+          }
+          return { scope: 'team' }
+        },
+      },
+      async () => ({ body: [] }),
+    )
+    closing.abort()
+    expect(prepares).to.equal(2)
+  })
+
   it("resolves a route's prepare (its namespace through the token) after the read barrier, and keys on what it returns", async function () {
     const closing = new AbortController()
     const ctx = blockingContext(closing.signal, new Watches(), Object.assign(new EventEmitter(), { destroyed: false }))
