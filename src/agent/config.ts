@@ -61,7 +61,7 @@ export interface AgentConfig {
   tokenMinExpirationTtlMs: number
   tokenMaxExpirationTtlMs: number
   cloud: { resourceId?: string; clientId?: string; clientSecret?: string; managementPlaneUrl?: string }
-  raft: { heartbeatIntervalMs: number; electionTimeoutMs: number; snapshotThreshold: number; leaderWaitMs: number }
+  raft: { heartbeatIntervalMs: number; electionTimeoutMs: number; snapshotThreshold: number; leaderWaitMs: number; shipWrites: boolean }
   /**
    * `httpMaxConnsPerClient`: HTTP connections one client address may hold at once; 0 for no limit per client. `rates`:
    * `limits.request_limits` (mode, read_rate, write_rate) and `limits.login_rate`, Infinity where unlimited.
@@ -281,7 +281,7 @@ const FILE_KEYS: Record<string, string[] | 'object'> = {
   log_level: [],
   acl: ['default_policy', 'down_policy', 'token_min_expiration_ttl', 'token_max_expiration_ttl', 'tokens', 'replication_apply_limit', 'replication_rate', 'replication_burst', 'replication_read_your_writes_wait', 'enable_token_replication'],
   cloud: ['resource_id', 'client_id', 'client_secret', 'management_plane_url'],
-  raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold', 'leader_wait'],
+  raft: ['heartbeat_interval', 'election_timeout', 'snapshot_threshold', 'leader_wait', 'ship_writes'],
   limits: ['http_max_conns_per_client', 'request_limits', 'login_rate'],
   audit: ['path', 'rotate_bytes', 'rotate_keep'],
   tls: ['ca_file', 'cert_file', 'key_file', 'verify_incoming'],
@@ -464,6 +464,9 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
   if (typeof snapshotThreshold !== 'number' || !Number.isInteger(snapshotThreshold) || snapshotThreshold < 1) {
     throw new ConfigError('raft.snapshot_threshold: must be a positive integer')
   }
+  // Followers apply the writes the leader's apply produced (replica/shipped-writes.ts); false: each runs every command.
+  const shipWrites = settings.get('raft.ship_writes') ?? true
+  if (typeof shipWrites !== 'boolean') throw new ConfigError('raft.ship_writes: must be true or false')
 
   const dataDir = text('data_dir')
   if (!flags.dev && dataDir === undefined) throw new ConfigError('--data-dir: is required (or run with --dev)')
@@ -511,7 +514,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Age
       ...optional('clientSecret', stringSetting('cloud.client_secret', settings.get('cloud.client_secret'))),
       ...optional('managementPlaneUrl', stringSetting('cloud.management_plane_url', settings.get('cloud.management_plane_url'))),
     },
-    raft: { heartbeatIntervalMs, electionTimeoutMs, snapshotThreshold, leaderWaitMs },
+    raft: { heartbeatIntervalMs, electionTimeoutMs, snapshotThreshold, leaderWaitMs, shipWrites },
     limits: { httpMaxConnsPerClient, rates },
     audit,
     warnings,

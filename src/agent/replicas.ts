@@ -189,6 +189,7 @@ export async function startReplica(
       electionTimeoutMs: config.raft.electionTimeoutMs,
       snapshotThreshold: config.raft.snapshotThreshold,
       leaderWaitMs: config.raft.leaderWaitMs,
+      shipWrites: config.raft.shipWrites,
       addressCheck: clusterAddressProblem,
       ...(timings === undefined ? {} : { timings }),
     },

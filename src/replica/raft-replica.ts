@@ -65,7 +65,8 @@ export interface RaftReplicaOptions {
   timings?: ReplicaTimings
   /**
    * Whether a leader ships its followers the writes its apply produced, for them to apply instead of the commands
-   * (shipped-writes.ts). Default true; false makes every server apply every command itself, as releases before did.
+   * (shipped-writes.ts). Default true. False (the agent's raft.ship_writes): as leader this server ships nothing and
+   * tells followers its commit index at once; as follower it runs every command, whatever it is sent.
    */
   shipWrites?: boolean
 }
@@ -396,8 +397,8 @@ export class RaftReplica {
    * write's caller needs the command's result, which only applying it here gives.
    */
   private applyOptions(leading: boolean): ApplyOptions<Entry> {
-    if (!this.shipWrites) return {}
     if (leading) {
+      if (!this.shipWrites) return {}
       // A leader without followers has no one to ship to.
       const { voters, learners } = this.core.status({ progress: false }).configuration
       if (voters.length + learners.length <= 1) return {}
@@ -405,7 +406,8 @@ export class RaftReplica {
     }
     return {
       shipped: (entry) => {
-        const shipped = this.writes.has(entry.index) ? undefined : this.inbox.take(entry.index, entry.term)
+        // With shipping off this only counts: every command is run.
+        const shipped = !this.shipWrites || this.writes.has(entry.index) ? undefined : this.inbox.take(entry.index, entry.term)
         if (shipped === undefined) this.counts.appliedUnshipped += 1
         else this.counts.appliedShipped += 1
         return shipped

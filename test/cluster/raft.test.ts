@@ -5,7 +5,10 @@
  * dropped connection) are allowed either way; every 200 must be in the final state.
  */
 import { expect } from 'chai'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { TestCluster } from '../support/cluster.js'
 import type { AgentProcess } from '../support/agent.js'
 
@@ -325,6 +328,37 @@ describe('a three-node Raft cluster of real processes', function () {
     const names = await policyNames(survivor, 'consistent')
     const lost = acknowledged.filter((name) => !names.has(name))
     expect(lost, `acknowledged but lost (failover took ${failoverMs} ms)`).to.deep.equal([])
+  })
+})
+
+describe('a three-node cluster with raft.ship_writes off', function () {
+  this.timeout(60_000)
+  let cluster: TestCluster
+  let dir: string
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'warden-ship-off-'))
+    const config = join(dir, 'config.json')
+    await writeFile(config, JSON.stringify({ raft: { ship_writes: false } }))
+    cluster = await TestCluster.start({ args: ['--config-file', config] })
+  })
+  after(async () => {
+    await cluster?.stop()
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true })
+  })
+
+  it('every follower runs every command itself, and holds the same records', async () => {
+    const leader = await cluster.leader()
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, n) => cluster.node(leader).request('PUT', '/v1/acl/policy', { body: { Name: `unshipped-${n}` } })))
+    for (const answer of answers) expect(answer.status, answer.text).to.equal(200)
+    const expected = await cluster.node(leader).request('GET', '/v1/acl/policies?consistent')
+    for (const id of cluster.followers(leader)) {
+      const follower = cluster.node(id)
+      const listed = await follower.request('GET', '/v1/acl/policies')
+      expect(listed.body, `the policies on ${id}`).to.deep.equal(expected.body)
+      expect(await promCounter(follower, 'warden_raft_applied_shipped_total'), id).to.equal(0)
+      expect(await promCounter(follower, 'warden_raft_applied_unshipped_total'), id).to.be.at.least(20)
+    }
   })
 })
 

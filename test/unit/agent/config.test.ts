@@ -46,6 +46,18 @@ describe('agent/config', () => {
     return path
   }
 
+  describe('raft.ship_writes', () => {
+    it('is on by default; the config file turns it off; anything but a boolean is refused, naming the setting', async () => {
+      expect(load([]).raft.shipWrites).to.equal(true)
+      const off = await file('ship-off.json', JSON.stringify({ raft: { ship_writes: false } }), 0o644)
+      expect(load(['--config-file', off]).raft.shipWrites).to.equal(false)
+      for (const value of ['false', 0, 'yes']) {
+        const bad = await file('ship-bad.json', JSON.stringify({ raft: { ship_writes: value } }), 0o644)
+        expect(refusal(['--config-file', bad]), String(value)).to.equal('raft.ship_writes: must be true or false')
+      }
+    })
+  })
+
   describe('the cluster key', () => {
     it('accepts base64 of 16 bytes or more, as warden keygen prints it (padded or not)', () => {
       for (const key of [KEY, randomBytes(16).toString('base64'), randomBytes(16).toString('base64').replace(/=+$/, ''), randomBytes(64).toString('base64')]) {
