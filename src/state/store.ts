@@ -376,7 +376,7 @@ export class StateStore {
         // What the leader's apply wrote (its refusal during a restore included, as nothing).
         results.push(SHIPPED_RESULT)
         const { tables, records } = shipped
-        for (const [key, value] of shipped.writes) batch.writes.set(key, value)
+        batch.absorb(shipped.writes)
         if (tables.length === 0) continue
         for (const table of tables) batch.put(tableIndexKey(table), encode(index))
         changes.push({ index, tables, records })
@@ -394,7 +394,7 @@ export class StateStore {
       // A command that fails writes nothing but the applied index: nothing is half-written.
       if (ships) producedWrites.push([index, { v: command.v, type: command.type, writes: result.ok ? [...txn.writes] : [] }])
       if (!result.ok) continue
-      batch.absorb(txn)
+      batch.absorb(txn.writes)
       // A command that touched no table (the same member address again) changes nothing anyone listens to.
       if (txn.touchedTables.size === 0) continue
       const tables = [...txn.touchedTables]

@@ -26,9 +26,12 @@ export class Txn implements Reader {
     this.base = 'getSync' in base ? dbReader(base) : base
   }
 
-  /** Takes on the writes of a command applied on top of this transaction (its base was this one). */
-  absorb(child: Txn): void {
-    for (const [key, value] of child.writes) this.writes.set(key, value)
+  /**
+   * Takes on a command's writes: those of a transaction applied on top of this one (its base was this one), or those
+   * a leader's apply of the command produced (StateStore's shipped writes).
+   */
+  absorb(writes: Iterable<readonly [string, Buffer | null]>): void {
+    for (const [key, value] of writes) this.writes.set(key, value)
   }
 
   async get(key: string): Promise<Buffer | undefined> {
