@@ -4,7 +4,7 @@
  * include this datacenter, merged into one authorizer. Parsed rules are cached by the text's hash, since many tokens
  * share a few policies.
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { GLOBAL_MANAGEMENT_POLICY_ID } from '../state/builtins.js'
 import type { Reader } from '../state/reader.js'
 import type { AclRole, AclToken, NodeIdentity, ServiceIdentity, TemplatedPolicyLink } from '../state/records.js'
@@ -19,7 +19,7 @@ const parsed = new Map<string, PolicyRules>()
 
 /** Rules are validated when a policy is written, so a parse failure here means the stored text predates a rule. */
 function rulesOf(text: string): PolicyRules {
-  const key = createHash('sha256').update(text).digest('base64')
+  const key = hash('sha256', text, 'base64')
   let rules = parsed.get(key)
   if (rules === undefined) {
     try {

@@ -31,21 +31,37 @@ export function validateBody<T>(schema: Schema, value: unknown, root = ''): T {
   return normalized as T
 }
 
+/** Each schema's property names by their lower case, built once per schema rather than on every body. */
+const lowerCaseNames = new WeakMap<Schema, ReadonlyMap<string, string>>()
+
+function namesByLowerCase(schema: Schema, properties: Record<string, Schema>): ReadonlyMap<string, string> {
+  let names = lowerCaseNames.get(schema)
+  if (names === undefined) {
+    names = new Map(Object.keys(properties).map((name) => [name.toLowerCase(), name]))
+    lowerCaseNames.set(schema, names)
+  }
+  return names
+}
+
 function normalize(schema: Schema | undefined, value: unknown): unknown {
   if (value === null || value === undefined || schema === undefined) return value
   if (Array.isArray(value)) return value.map((item) => normalize(schema.items, item))
   if (typeof value !== 'object') return value
   const properties = schema.properties ?? {}
-  const byLowerCase = new Map(Object.keys(properties).map((name) => [name.toLowerCase(), name]))
+  const byLowerCase = namesByLowerCase(schema, properties)
   const result: Record<string, unknown> = {}
-  for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+  for (const key of Object.keys(value)) {
+    const item = (value as Record<string, unknown>)[key]
     if (item === null) continue
     const name = Object.hasOwn(properties, key) ? key : (byLowerCase.get(key.toLowerCase()) ?? key)
     // When a client sends both "Name" and "name", the exact spelling wins.
     if (Object.hasOwn(result, name) && name !== key) continue
     const itemSchema = properties[name] ?? (typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined)
-    // defineProperty, not assignment: a key `__proto__` must stay a field (refused as unknown), not set a prototype.
-    Object.defineProperty(result, name, { value: normalize(itemSchema, item), enumerable: true, writable: true, configurable: true })
+    const normalized = normalize(itemSchema, item)
+    // A key `__proto__` must stay a field (refused as unknown), not set a prototype: defineProperty for it alone, since
+    // plain assignment keeps the object's fast shape.
+    if (name === '__proto__') Object.defineProperty(result, name, { value: normalized, enumerable: true, writable: true, configurable: true })
+    else result[name] = normalized
   }
   return result
 }

@@ -34,6 +34,17 @@ const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Z
  * February 30 over into March.
  */
 export function parseTime(text: string): number | undefined {
+  // A write checks the same times several times over (its route, the command before the log, the apply), one after
+  // another: the last answer is kept, as the function is pure.
+  if (text === lastParsed.text) return lastParsed.ms
+  const ms = parseTimeUncached(text)
+  lastParsed = { text, ms }
+  return ms
+}
+
+let lastParsed: { text: string | undefined; ms: number | undefined } = { text: undefined, ms: undefined }
+
+function parseTimeUncached(text: string): number | undefined {
   const match = RFC3339.exec(text)
   if (match === null) return undefined
   const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number]

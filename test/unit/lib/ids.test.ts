@@ -14,6 +14,18 @@ describe('parseTime', () => {
       expect(parseTime(text)).to.equal(undefined)
     })
   }
+
+  it('answers each text for itself when the same texts come again in turn (it keeps the last answer)', () => {
+    const texts = ['2026-11-21T10:00:00Z', '2026-11-21T10:00:00Z', '2026-02-30T10:00:00Z', '2026-02-30T10:00:00Z', '2026-11-21T10:00:01Z', '2026-11-21T10:00:00Z']
+    expect(texts.map((text) => parseTime(text))).to.deep.equal([
+      Date.UTC(2026, 10, 21, 10),
+      Date.UTC(2026, 10, 21, 10),
+      undefined,
+      undefined,
+      Date.UTC(2026, 10, 21, 10, 0, 1),
+      Date.UTC(2026, 10, 21, 10),
+    ])
+  })
 })
 
 describe('newOrderedUuid', () => {
