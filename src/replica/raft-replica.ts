@@ -20,7 +20,7 @@ import { assert } from '../lib/assert.js'
 import { sleep, type Environment, type Timer } from '../lib/environment.js'
 import { WardenError } from '../lib/errors.js'
 import { SeededRng } from '../lib/rng.js'
-import { RaftCore, type ConfChange, type Entry, type Message, type Ready, type SnapshotMetadata } from '../raft/index.js'
+import { RaftCore, type ConfChange, type Entry, type Message, type Ready, type RaftStatus, type SnapshotMetadata } from '../raft/index.js'
 import type { MembershipRecord, RaftStorage } from '../raft/storage/raft-storage.js'
 import type { ApplyResult, Command } from '../state/commands.js'
 import { switchToStagedState } from '../state/snapshot.js'
@@ -742,20 +742,11 @@ export class RaftReplica {
     throw new WardenError('outcome_unknown', `the leadership transfer to ${to} did not complete within ${waitMs} ms (${now}); it may still complete: check /v1/status/leader`)
   }
 
-  /** The voter a transfer without a named target goes to: heard from within an election timeout, furthest log first. */
+  /** The voter a transfer without a named target goes to (successorOf). */
   private pickSuccessor(): string {
-    const status = this.core.status()
-    const candidates = status.configuration.voters
-      .filter((id) => id !== this.nodeName)
-      .map((id) => {
-        const progress = status.progress?.[id]
-        const heard = progress !== undefined && status.tick - progress.lastResponseTick < this.electionTimeoutTicks
-        return { id, heard, matchIndex: progress?.matchIndex ?? 0 }
-      })
-      .sort((a, b) => Number(b.heard) - Number(a.heard) || b.matchIndex - a.matchIndex || a.id.localeCompare(b.id))
-    const chosen = candidates[0]
+    const chosen = successorOf(this.core.status(), this.nodeName, this.electionTimeoutTicks)
     if (chosen === undefined) throw new WardenError('invalid_input', 'id: this cluster has no other voter to hand leadership to', 'id')
-    return chosen.id
+    return chosen
   }
 
   /** Resolves true once this node knows `node` as the leader, false if it does not within `waitMs` (or it stops). */
@@ -789,10 +780,8 @@ export class RaftReplica {
   /** Hands leadership to another voter before stopping (Thesis §3.10), so clients see no election timeout. */
   async transferLeadershipBeforeStop(waitMs = 1_000): Promise<void> {
     if (this.role !== 'leader') return
-    const progress = this.core.status().progress ?? {}
-    const target = Object.entries(progress)
-      .filter(([, p]) => !p.isLearner)
-      .sort(([, a], [, b]) => b.matchIndex - a.matchIndex)[0]?.[0]
+    // The voter a transfer without a target would pick: a rebuilt one could not win the election it would start.
+    const target = successorOf(this.core.status(), this.nodeName, this.electionTimeoutTicks)
     if (target === undefined) return
     this.core.transferLeadership(target)
     this.kick()
@@ -850,4 +839,22 @@ export class RaftReplica {
  */
 function mayLeaveBeforePersist(message: Message, durableTerm: number): boolean {
   return (message.type === 'appendEntries' || message.type === 'heartbeat' || message.type === 'readIndexResponse') && message.term <= durableTerm
+}
+
+/**
+ * The voter a leader hands over to when no target is named, or undefined when it has no other voter: one heard from
+ * within an election timeout, the furthest log it vouches for first. Vouched, not matched: a voter that lost its data
+ * holds the log again long before its answers count (they say `rebuilt` until it is re-added), and TimeoutNow would
+ * start an election it cannot win, costing an election timeout.
+ */
+export function successorOf(status: RaftStatus, self: string, electionTimeoutTicks: number): string | undefined {
+  const candidates = status.configuration.voters
+    .filter((id) => id !== self)
+    .map((id) => {
+      const progress = status.progress?.[id]
+      const heard = progress !== undefined && status.tick - progress.lastResponseTick < electionTimeoutTicks
+      return { id, heard, vouchedIndex: progress?.vouchedIndex ?? 0, matchIndex: progress?.matchIndex ?? 0 }
+    })
+    .sort((a, b) => Number(b.heard) - Number(a.heard) || b.vouchedIndex - a.vouchedIndex || b.matchIndex - a.matchIndex || a.id.localeCompare(b.id))
+  return candidates[0]?.id
 }
