@@ -21,8 +21,9 @@
  *        operations settling) are printed with their time. COND: leader [NAME] | NAME voter | NAME learner (in the
  *        leader's configuration) | NAME stored>=N (its durable log) | NAME commit>=N | NAME applied>=N | NAME joined
  *        (its record's voteFrom known) | NAME disk has|lacks DB | settled (no operation in the background)
- *   write NAME KEY VALUE [--pad SIZE] [&]    ClusterNode.propose of a config.apply of service-defaults KEY (Value
- *        VALUE, padded with dots to SIZE bytes); waits for the outcome, or with & prints it when it comes
+ *   write NAME KEY VALUE [--pad SIZE] [--cas N] [&]    ClusterNode.propose of a config.apply of service-defaults KEY
+ *        (Value VALUE, padded with dots to SIZE bytes; with --cas, only if the entry's ModifyIndex is N, 0 for absent);
+ *        waits for the outcome, or with & prints it when it comes
  *   read NAME KEY [consistent|leader|stale] [&]    ClusterNode.readBarrier, then the value in NAME's state
  *   remove TARGET [via NAME] [&]    ClusterNode.removeServer on NAME (default: the leader)
  *   kill NAME | power-loss NAME | wipe NAME | restart NAME    kill -9; power loss (unsynced writes lost); data dir
@@ -398,13 +399,21 @@ export class ScriptRunner {
         const server = this.running(args[0])
         const key = args[1]
         let value = args[2]
-        if (key === undefined || value === undefined) throw new Error('write NAME KEY VALUE [--pad SIZE]')
-        if (args[3] === '--pad') value = value.padEnd(parseSize(args[4]), '.')
+        if (key === undefined || value === undefined) throw new Error('write NAME KEY VALUE [--pad SIZE] [--cas N]')
+        let cas: number | undefined
+        for (let n = 3; n < args.length; n += 2) {
+          if (args[n] === '--pad') value = value.padEnd(parseSize(args[n + 1]), '.')
+          else if (args[n] === '--cas') cas = Number(args[n + 1])
+          else throw new Error('write NAME KEY VALUE [--pad SIZE] [--cas N]')
+        }
         const cluster = server.cluster!
-        const label = `${server.name}: write ${key}=${showValue(value)}`
+        const label = `${server.name}: write ${key}=${showValue(value)}${cas === undefined ? '' : ` cas ${cas}`}`
+        const entry = { Kind: KIND, Name: key, Namespace: 'default', Value: value }
         return this.operation(label, background, async () => {
-          const result = await cluster.propose({ v: COMMAND_VERSION, type: 'config.apply', entry: { Kind: KIND, Name: key, Namespace: 'default', Value: value } })
-          return result.ok ? 'ok' : `refused ${JSON.stringify(result.error)}`
+          const result = await cluster.propose({ v: COMMAND_VERSION, type: 'config.apply', entry, ...(cas === undefined ? {} : { cas }) })
+          // A compare-and-set that finds another index is no error: its value says whether it wrote (false: not).
+          if (result.ok) return cas === undefined ? 'ok' : `ok ${JSON.stringify(result.value)}`
+          return `refused ${JSON.stringify(result.error)}`
         })
       }
       case 'read': {
