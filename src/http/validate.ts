@@ -44,7 +44,8 @@ function namesByLowerCase(schema: Schema, properties: Record<string, Schema>): R
 }
 
 function normalize(schema: Schema | undefined, value: unknown): unknown {
-  if (value === null || value === undefined || schema === undefined) return value
+  // A boolean schema (`true`) says nothing of its fields: the value goes on as it is.
+  if (value === null || value === undefined || schema === undefined || typeof schema !== 'object') return value
   if (Array.isArray(value)) return value.map((item) => normalize(schema.items, item))
   if (typeof value !== 'object') return value
   const properties = schema.properties ?? {}
@@ -56,7 +57,8 @@ function normalize(schema: Schema | undefined, value: unknown): unknown {
     const name = Object.hasOwn(properties, key) ? key : (byLowerCase.get(key.toLowerCase()) ?? key)
     // When a client sends both "Name" and "name", the exact spelling wins.
     if (Object.hasOwn(result, name) && name !== key) continue
-    const itemSchema = properties[name] ?? (typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined)
+    // Own properties only: a key `toString` or `constructor` must not find Object.prototype's member as its schema.
+    const itemSchema = (Object.hasOwn(properties, name) ? properties[name] : undefined) ?? (typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined)
     const normalized = normalize(itemSchema, item)
     // A key `__proto__` must stay a field (refused as unknown), not set a prototype: defineProperty for it alone, since
     // plain assignment keeps the object's fast shape.

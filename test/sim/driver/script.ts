@@ -403,7 +403,7 @@ export class ScriptRunner {
         let cas: number | undefined
         for (let n = 3; n < args.length; n += 2) {
           if (args[n] === '--pad') value = value.padEnd(parseSize(args[n + 1]), '.')
-          else if (args[n] === '--cas') cas = Number(args[n + 1])
+          else if (args[n] === '--cas' && /^\d+$/.test(args[n + 1] ?? '')) cas = Number(args[n + 1])
           else throw new Error('write NAME KEY VALUE [--pad SIZE] [--cas N]')
         }
         const cluster = server.cluster!
