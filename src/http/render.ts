@@ -6,7 +6,9 @@
 import { formatDuration } from '../lib/duration.js'
 import type { Reader } from '../state/reader.js'
 import type { AclAuthMethod, AclBindingRule, AclPolicy, AclRole, AclToken, IdLink } from '../state/records.js'
+import type { StateStore } from '../state/store.js'
 import { getRecord, policySpec, roleSpec } from '../state/tables.js'
+import { recordPrefix } from '../state/keys.js'
 
 export const HIDDEN = '<hidden>'
 
@@ -15,7 +17,11 @@ export class LinkNames {
   private readonly policies = new Map<string, AclPolicy | undefined>()
   private readonly roles = new Map<string, AclRole | undefined>()
 
-  constructor(private readonly reader: Reader) {}
+  /** `shared`: the live state's names (liveLinkNames), for a reader of the live state only. */
+  constructor(
+    private readonly reader: Reader,
+    private readonly shared?: SharedNames,
+  ) {}
 
   policy(id: string): Promise<AclPolicy | undefined> {
     return cached(this.policies, id, () => getRecord(this.reader, policySpec, id))
@@ -26,18 +32,77 @@ export class LinkNames {
   }
 
   policyLinks(links: IdLink[]): Promise<NamedLink[]> {
-    return named(links, (id) => this.policy(id))
+    const shared = this.shared
+    return named(links, shared === undefined ? (id) => this.policy(id) : (id) => shared.name('policy', id, () => this.policy(id)))
   }
 
   roleLinks(links: IdLink[]): Promise<NamedLink[]> {
-    return named(links, (id) => this.role(id))
+    const shared = this.shared
+    return named(links, shared === undefined ? (id) => this.role(id) : (id) => shared.name('role', id, () => this.role(id)))
   }
+}
+
+/** Link names rendered from the live state, through the names every response from it shares (SharedNames). */
+export function liveLinkNames(state: StateStore): LinkNames {
+  let shared = sharedNames.get(state)
+  if (shared === undefined) {
+    shared = new SharedNames(state)
+    sharedNames.set(state, shared)
+  }
+  return new LinkNames(state.reader, shared)
 }
 
 interface NamedLink {
   ID: string
   Name: string
 }
+
+const SHARED_NAMES_MAX = 4_096
+const POLICY_PREFIX = recordPrefix('policy')
+const ROLE_PREFIX = recordPrefix('role')
+
+/**
+ * The name of each policy and role, by ID, as the live state holds it (null: none with that ID), shared by every
+ * response rendered from it: a token create's answer names its policies without reading and decoding each policy
+ * (rules included) again. A write to a policy or role drops its entry when its batch is applied, a snapshot install
+ * drops them all; a name read while such a change was applied is not kept (`generation`), since it may predate it.
+ */
+class SharedNames {
+  private readonly names = { policy: new Map<string, NamedLink | null>(), role: new Map<string, NamedLink | null>() }
+  private generation = 0
+
+  constructor(state: StateStore) {
+    state.changeListeners.add((tables, recordKeys) => {
+      if (!tables.includes('policy') && !tables.includes('role')) return
+      this.generation += 1
+      for (const key of recordKeys) {
+        if (key.startsWith(POLICY_PREFIX)) this.names.policy.delete(key.slice(POLICY_PREFIX.length))
+        else if (key.startsWith(ROLE_PREFIX)) this.names.role.delete(key.slice(ROLE_PREFIX.length))
+      }
+    })
+    state.resetListeners.add(() => {
+      this.generation += 1
+      this.names.policy.clear()
+      this.names.role.clear()
+    })
+  }
+
+  async name(kind: 'policy' | 'role', id: string, read: () => Promise<NamedLink | undefined>): Promise<NamedLink | undefined> {
+    const names = this.names[kind]
+    const known = names.get(id)
+    if (known !== undefined) return known ?? undefined
+    const generation = this.generation
+    const record = await read()
+    if (generation === this.generation) {
+      // Bounded: past the limit it starts over (policies and roles are few next to the tokens linking them).
+      if (names.size >= SHARED_NAMES_MAX) names.clear()
+      names.set(id, record === undefined ? null : { ID: record.ID, Name: record.Name })
+    }
+    return record
+  }
+}
+
+const sharedNames = new WeakMap<StateStore, SharedNames>()
 
 async function cached<R>(cache: Map<string, R | undefined>, id: string, read: () => Promise<R | undefined>): Promise<R | undefined> {
   if (!cache.has(id)) cache.set(id, await read())

@@ -13,7 +13,7 @@ import type { ApiContext } from '../context.js'
 import { checkDatacenters, checkLinks, checkNodeIdentities, checkServiceIdentities, checkTemplatedPolicies } from '../acl-fields.js'
 import { readJsonObject } from '../body.js'
 import { serveRead, withReadView } from '../read.js'
-import { LinkNames, renderPolicy, renderRole } from '../render.js'
+import { LinkNames, liveLinkNames, renderPolicy, renderRole } from '../render.js'
 import { namespaceOf, queryParam, requirePermission } from '../request.js'
 import { policySchema, roleSchema } from '../schemas.js'
 import { validateBody } from '../validate.js'
@@ -155,7 +155,7 @@ async function writeRole(ctx: ApiContext, mode: 'create' | 'update'): Promise<vo
     if (body.Namespace === undefined || body.Namespace === '') role.Namespace = existing.Namespace
   }
   const result = await propose(ctx, mode === 'create' ? { type: 'acl.role.create', role } : { type: 'acl.role.update', role })
-  ctx.body = await renderRole(result as AclRole, new LinkNames(ctx.state.app.state.reader))
+  ctx.body = await renderRole(result as AclRole, liveLinkNames(ctx.state.app.state))
 }
 
 async function readRole(ctx: ApiContext, by: 'id' | 'name'): Promise<void> {

@@ -14,7 +14,7 @@ import { bareToken } from '../../state/commands.js'
 import type { AclToken } from '../../state/records.js'
 import type { ApiContext } from '../context.js'
 import { ANONYMOUS_BODY, readJsonObject } from '../body.js'
-import { LinkNames, renderToken } from '../render.js'
+import { liveLinkNames, renderToken } from '../render.js'
 import { namespaceOf, requirePermission } from '../request.js'
 import { checkRules } from '../rules.js'
 import { bootstrapSchema, previewSchema } from '../schemas.js'
@@ -90,7 +90,7 @@ async function bootstrap(ctx: ApiContext): Promise<void> {
       CreateTime: formatTime(ctx.state.app.now()),
     }),
   })
-  ctx.body = await renderToken(token as AclToken, new LinkNames(ctx.state.app.state.reader), true)
+  ctx.body = await renderToken(token as AclToken, liveLinkNames(ctx.state.app.state), true)
 }
 
 export function templatedPolicyRoutes(router: Router): void {

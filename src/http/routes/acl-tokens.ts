@@ -21,7 +21,7 @@ import { getRecord, listByIndex, listInNamespace, listLinkedTo, policySpec, role
 import type { ApiContext } from '../context.js'
 import { checkLinks, checkNodeIdentities, checkServiceIdentities, checkTemplatedPolicies } from '../acl-fields.js'
 import { serveRead, withReadView } from '../read.js'
-import { LinkNames, renderPolicy, renderRole, renderToken } from '../render.js'
+import { LinkNames, liveLinkNames, renderPolicy, renderRole, renderToken } from '../render.js'
 import { boolParam, callerOf, namespaceOf, queryParam, requirePermission, secretOf } from '../request.js'
 import { tokenSchema, tokenCloneSchema } from '../schemas.js'
 import { readJsonObject } from '../body.js'
@@ -104,7 +104,7 @@ async function liveToken(ctx: ApiContext, accessorID: string): Promise<AclToken>
 }
 
 async function respondToken(ctx: ApiContext, token: AclToken): Promise<void> {
-  ctx.body = await renderToken(token, new LinkNames(ctx.state.app.state.reader), true)
+  ctx.body = await renderToken(token, liveLinkNames(ctx.state.app.state), true)
 }
 
 async function createToken(ctx: ApiContext): Promise<void> {
@@ -288,7 +288,7 @@ async function readSelf(ctx: ApiContext): Promise<void> {
     // no token to show (Consul answers "ACL not found" too).
     if (secretOf(ctx) === undefined) throw new AclNotFoundError()
     const caller = await callerOf(ctx)
-    const body = await renderToken(caller.token, new LinkNames(ctx.state.app.state.reader), true)
+    const body = await renderToken(caller.token, liveLinkNames(ctx.state.app.state), true)
     return { body, modifyIndex: caller.token.ModifyIndex }
   })
 }
