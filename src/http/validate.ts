@@ -58,7 +58,8 @@ function normalize(schema: Schema | undefined, value: unknown): unknown {
     // When a client sends both "Name" and "name", the exact spelling wins.
     if (Object.hasOwn(result, name) && name !== key) continue
     // Own properties only: a key `toString` or `constructor` must not find Object.prototype's member as its schema.
-    const itemSchema = (Object.hasOwn(properties, name) ? properties[name] : undefined) ?? (typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined)
+    const additional = typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined
+    const itemSchema = Object.hasOwn(properties, name) ? properties[name] : additional
     const normalized = normalize(itemSchema, item)
     // A key `__proto__` must stay a field (refused as unknown), not set a prototype: defineProperty for it alone, since
     // plain assignment keeps the object's fast shape.

@@ -62,8 +62,9 @@ async function saveSnapshot(ctx: ApiContext): Promise<void> {
 
 /**
  * `PUT /v1/snapshot`: restores the archive in the body on every server of the datacenter (controllers/snapshot-restore.ts
- * drives it, state/restore.ts applies it). acl:write, as the save, checked again once the archive is in. Answers 200 with an empty body, as Consul, and the
- * restore's index in `X-Service-Index`; a faulty archive is a 400 naming the fault, with nothing changed.
+ * drives it, state/restore.ts applies it). acl:write, as the save, checked again once the archive is in. Answers 200
+ * with an empty body, as Consul, and the restore's index in `X-Service-Index`; a faulty archive is a 400 naming the
+ * fault, with nothing changed.
  */
 async function restoreSnapshot(ctx: ApiContext): Promise<void> {
   await requirePermission(ctx, 'acl', 'write')

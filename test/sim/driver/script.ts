@@ -399,12 +399,13 @@ export class ScriptRunner {
         const server = this.running(args[0])
         const key = args[1]
         let value = args[2]
-        if (key === undefined || value === undefined) throw new Error('write NAME KEY VALUE [--pad SIZE] [--cas N]')
+        const usage = 'write NAME KEY VALUE [--pad SIZE] [--cas N]'
+        if (key === undefined || value === undefined) throw new Error(usage)
         let cas: number | undefined
         for (let n = 3; n < args.length; n += 2) {
           if (args[n] === '--pad') value = value.padEnd(parseSize(args[n + 1]), '.')
           else if (args[n] === '--cas' && /^\d+$/.test(args[n + 1] ?? '')) cas = Number(args[n + 1])
-          else throw new Error('write NAME KEY VALUE [--pad SIZE] [--cas N]')
+          else throw new Error(usage)
         }
         const cluster = server.cluster!
         const label = `${server.name}: write ${key}=${showValue(value)}${cas === undefined ? '' : ` cas ${cas}`}`
