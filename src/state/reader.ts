@@ -5,6 +5,7 @@
  */
 import { Level } from 'level'
 import { decode } from './codec.js'
+import type { KeyFilter } from './key-filter.js'
 import { prefixEnd } from './keys.js'
 
 export type StateDb = Level<string, Buffer>
@@ -52,7 +53,7 @@ export interface Reader {
  * out of its answers, for reads that yield to the event loop between their parts (a paced list, lib/pace.ts), which
  * would otherwise mix states.
  */
-export function dbReader(db: StateDb, snapshot?: ReturnType<StateDb['snapshot']>): Reader {
+export function dbReader(db: StateDb, snapshot?: ReturnType<StateDb['snapshot']>, filter?: KeyFilter): Reader {
   const range = (prefix: string): { gte: string; lt: string; snapshot?: ReturnType<StateDb['snapshot']> } => ({
     gte: prefix,
     lt: prefixEnd(prefix),
@@ -62,7 +63,13 @@ export function dbReader(db: StateDb, snapshot?: ReturnType<StateDb['snapshot']>
     // A point lookup answered synchronously costs about a microsecond; the asynchronous get goes through libuv's
     // thread pool and costs tens (the benchmark's largest hot spot, eight of them per token create). The interface
     // stays a promise so callers need not change. Without options getSync takes abstract-level's fast path.
-    get: snapshot === undefined ? async (key) => db.getSync(key) : async (key) => db.getSync(key, { snapshot }),
+    // The live state's filter answers most lookups of a key that is not there (key-filter.ts) without LevelDB.
+    get:
+      snapshot !== undefined
+        ? async (key) => db.getSync(key, { snapshot })
+        : filter === undefined
+          ? async (key) => db.getSync(key)
+          : async (key) => (filter.ready && filter.covers(key) && !filter.mightHold(key) ? undefined : db.getSync(key)),
     keys: async (prefix) => {
       const keys: string[] = []
       for await (const key of db.keys(range(prefix))) keys.push(key)

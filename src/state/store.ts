@@ -14,6 +14,7 @@ import { APPLIED_KEY, BOOTSTRAP_KEY, RESTORE_KEY, SEP, STAGED_PREFIX, SYNC_KEY, 
 import { APPLIED_DURING_RESTORE, isRestoreCommand, planRestore, RestoreBuild, STAGED_END, type RestoreCommand, type RestoreProgress } from './restore.js'
 import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
+import { KeyFilter } from './key-filter.js'
 import { dbReader, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
 import { isKnownCommand, validateCommand } from './validate.js'
@@ -178,6 +179,9 @@ export class StateStore {
   private build: RestoreBuild | undefined
   private readonly tableIndexes = new Map<Table, number>()
   private currentDb: StateDb
+  /** Holds the live database's token IDs and secret digests, for lookups that expect none (key-filter.ts). */
+  private filter: KeyFilter
+  private filling: Promise<void>
   private currentReader: Reader
   private replacements = 0
   private replacing: Promise<void> | undefined
@@ -188,7 +192,15 @@ export class StateStore {
     readonly files: StateFiles,
   ) {
     this.currentDb = db
-    this.currentReader = dbReader(db)
+    this.filter = new KeyFilter()
+    this.filling = this.filter.fill(db)
+    this.currentReader = dbReader(db, undefined, this.filter)
+  }
+
+  /** Resolves when the live database's key filter has been filled (or given up): whether it is in use (tests). */
+  async keyFilterReady(): Promise<boolean> {
+    await this.filling
+    return this.filter.ready
   }
 
   /** The LevelDB of the state. It changes when a snapshot is installed: read it through the store each time. */
@@ -266,10 +278,14 @@ export class StateStore {
     // A build in progress is checked again against the new state's staged area at the next chunk.
     await this.build?.close()
     this.build = undefined
+    this.filter.close()
     await this.currentDb.close()
     await switchDirectories(this.files)
     this.currentDb = await this.files.openDb('live')
-    this.currentReader = dbReader(this.currentDb)
+    // Made before any write to the new database can be issued (only this store writes it), filled in the background.
+    this.filter = new KeyFilter()
+    this.filling = this.filter.fill(this.currentDb)
+    this.currentReader = dbReader(this.currentDb, undefined, this.filter)
     await this.loadIndexes()
     for (const listener of this.resetListeners) listener()
     this.watches.notifyAll()
@@ -342,6 +358,7 @@ export class StateStore {
       await this.dropRestoreBuild()
       await this.currentDb.clear({ gte: STAGED_PREFIX, lt: STAGED_END })
     }
+    for (const op of step.ops) if (op.type === 'put' && this.filter.covers(op.key)) this.filter.add(op.key)
     await this.currentDb.batch([...step.ops, { type: 'put', key: APPLIED_KEY, value: encode(index) }])
     this.appliedIndex = index
     this.openRestore = step.open
@@ -360,7 +377,8 @@ export class StateStore {
   }
 
   private async applyCommands(items: readonly ApplyItem[], produced?: (index: number, shipped: Shipped) => void): Promise<ApplyResult[]> {
-    const batch = new Txn(this.db)
+    // Through the live reader, so that the key filter answers lookups of what is certainly absent.
+    const batch = new Txn(this.currentReader)
     const results: ApplyResult[] = []
     const changes: Array<{ index: number; tables: Table[]; records: string[] }> = []
     const producedWrites: Array<[number, Shipped]> = []
@@ -404,7 +422,15 @@ export class StateStore {
     const last = expected - 1
     batch.put(APPLIED_KEY, encode(last))
     const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = []
-    for (const [key, value] of batch.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
+    for (const [key, value] of batch.writes) {
+      if (value === null) {
+        ops.push({ type: 'del', key })
+        continue
+      }
+      ops.push({ type: 'put', key, value })
+      // Before the batch is issued: from here on a lookup may find the key in LevelDB, so the filter must hold it.
+      if (this.filter.covers(key)) this.filter.add(key)
+    }
     await this.db.batch(ops)
     this.appliedIndex = last
     for (const { index, tables } of changes) for (const table of tables) this.tableIndexes.set(table, index)
@@ -437,6 +463,7 @@ export class StateStore {
   }
 
   async close(): Promise<void> {
+    this.filter.close()
     await this.build?.close()
     this.build = undefined
     await this.currentDb.close()

@@ -1,0 +1,161 @@
+/**
+ * The live state's key filter (src/state/key-filter.ts): a Bloom filter over token IDs and secret digests that lets a
+ * token create's uniqueness checks skip LevelDB when the key is certainly absent. What must hold is that it never
+ * says "absent" for a key the database has: keys from before it was made (its fill), keys written after (the store
+ * adds them before each batch), keys of a state that replaced the database (a new filter), across its growth in
+ * layers. And that it is used: a create with fresh IDs reads neither key from LevelDB once the filter is ready.
+ */
+import { expect } from 'chai'
+import { randomUUID } from 'node:crypto'
+import { join } from 'node:path'
+import { FILTERED_PREFIXES, KeyFilter } from '../../../src/state/key-filter.js'
+import { openStateDb } from '../../../src/state/reader.js'
+import { recordKey, uniqueKey } from '../../../src/state/keys.js'
+import { StateStore } from '../../../src/state/store.js'
+import { secretDigest } from '../../../src/state/tables.js'
+import type { ApplyResult } from '../../../src/state/commands.js'
+import { buildTokenCreate, commands } from '../../support/state.js'
+import { useTempDirs } from '../../support/temp-dir.js'
+
+const NOW = '2024-05-01T12:00:00Z'
+
+function tokenKeys(accessor: string, secret: string): string[] {
+  return [recordKey('token', accessor), uniqueKey('token', 'secret', secretDigest(secret))]
+}
+
+function create(accessor: string, secret: string) {
+  return commands.tokenCreate(buildTokenCreate({ AccessorID: accessor, SecretID: secret, CreateTime: NOW }))
+}
+
+function refusedField(result: ApplyResult): string | undefined {
+  return result.ok ? undefined : result.error.field
+}
+
+describe('state/key-filter', function () {
+  const dirs = useTempDirs()
+
+  describe('KeyFilter', function () {
+    it('holds every key it took across its layers, and says "absent" for nearly every other', function () {
+      const filter = new KeyFilter()
+      const held: string[] = []
+      // Past the first layer's 65,536 keys and the second's 131,072: three layers.
+      for (let n = 0; n < 250_000; n++) {
+        const key = recordKey('token', randomUUID())
+        held.push(key)
+        filter.add(key)
+      }
+      expect(filter.size.layers).to.equal(3)
+      expect(filter.size.keys).to.equal(250_000)
+      const missed = held.filter((key) => !filter.mightHold(key))
+      expect(missed, 'keys taken but reported absent').to.deep.equal([])
+      let maybe = 0
+      const probes = 100_000
+      for (let n = 0; n < probes; n++) if (filter.mightHold(uniqueKey('token', 'secret', secretDigest(randomUUID())))) maybe++
+      // About 0.3% per full layer; three layers, the last not full.
+      expect(maybe / probes).to.be.below(0.02)
+    })
+
+    it('covers token records and secret digests only', function () {
+      const filter = new KeyFilter()
+      expect(FILTERED_PREFIXES).to.have.length(2)
+      for (const key of tokenKeys(randomUUID(), randomUUID())) expect(filter.covers(key), key).to.equal(true)
+      expect(filter.covers(recordKey('policy', randomUUID()))).to.equal(false)
+      expect(filter.covers(uniqueKey('policy', 'name', 'default\u0000p'))).to.equal(false)
+      expect(filter.covers(uniqueKey('token', 'secretive', 'x'))).to.equal(false)
+    })
+
+    it('is ready only once filled from its database, and never after it is closed', async function () {
+      const db = await openStateDb(join(await dirs.make('warden-filter-'), 'db'))
+      dirs.defer(() => db.close())
+      const keys = tokenKeys(randomUUID(), randomUUID())
+      await db.batch(keys.map((key) => ({ type: 'put' as const, key, value: Buffer.alloc(1) })))
+      const filter = new KeyFilter()
+      expect(filter.ready).to.equal(false)
+      await filter.fill(db)
+      expect(filter.ready).to.equal(true)
+      for (const key of keys) expect(filter.mightHold(key), key).to.equal(true)
+
+      const closed = new KeyFilter()
+      const filling = closed.fill(db)
+      closed.close()
+      await filling
+      expect(closed.ready).to.equal(false)
+    })
+  })
+
+  describe('in the state store', function () {
+    it('refuses a token whose AccessorID or secret an earlier run of the store wrote (the fill)', async function () {
+      const directory = join(await dirs.make('warden-filter-'), 'state')
+      const [accessor, secret] = [randomUUID(), randomUUID()]
+      const first = await StateStore.open(directory)
+      expect((await first.apply(create(accessor, secret), 1)).ok).to.equal(true)
+      await first.close()
+
+      const store = await StateStore.open(directory)
+      dirs.defer(() => store.close())
+      expect(await store.keyFilterReady()).to.equal(true)
+      expect(refusedField(await store.apply(create(accessor, randomUUID()), 2))).to.equal('AccessorID')
+      expect(refusedField(await store.apply(create(randomUUID(), secret), 3))).to.equal('SecretID')
+    })
+
+    it('refuses a token whose AccessorID or secret a batch wrote after the filter was filled (the adds)', async function () {
+      const store = await StateStore.open(join(await dirs.make('warden-filter-'), 'state'))
+      dirs.defer(() => store.close())
+      expect(await store.keyFilterReady()).to.equal(true)
+      const [accessor, secret] = [randomUUID(), randomUUID()]
+      // Two creates in one batch, and a later batch: the second of the batch reads the first's pending writes, the
+      // later one reads LevelDB through the filter.
+      const results = await store.applyBatch([
+        { command: create(accessor, secret), index: 1 },
+        { command: create(accessor, randomUUID()), index: 2 },
+      ])
+      expect(results.map(refusedField)).to.deep.equal([undefined, 'AccessorID'])
+      expect(refusedField(await store.apply(create(accessor, randomUUID()), 3))).to.equal('AccessorID')
+      expect(refusedField(await store.apply(create(randomUUID(), secret), 4))).to.equal('SecretID')
+    })
+
+    it('refuses a token of a state that replaced the database (a snapshot install makes a new filter)', async function () {
+      const root = await dirs.make('warden-filter-')
+      const directory = join(root, 'state')
+      const store = await StateStore.open(directory)
+      dirs.defer(() => store.close())
+      expect(await store.keyFilterReady()).to.equal(true)
+      expect((await store.apply(create(randomUUID(), randomUUID()), 1)).ok).to.equal(true)
+
+      // The state to install: another store's, with a token this store's filter never saw, at a later index.
+      const [accessor, secret] = [randomUUID(), randomUUID()]
+      const other = await StateStore.open(`${directory}.incoming`)
+      for (let index = 1; index < 5; index++) await other.apply(commands.noop(), index)
+      expect((await other.apply(create(accessor, secret), 5)).ok).to.equal(true)
+      await other.close()
+      await store.replace(async (files) => {
+        await files.remove('live')
+        await files.rename('incoming', 'live')
+      })
+
+      expect(await store.keyFilterReady()).to.equal(true)
+      expect(refusedField(await store.apply(create(accessor, randomUUID()), 6))).to.equal('AccessorID')
+      expect(refusedField(await store.apply(create(randomUUID(), secret), 7))).to.equal('SecretID')
+    })
+
+    it('reads neither of a new token\'s keys from LevelDB once the filter is ready', async function () {
+      const store = await StateStore.open(join(await dirs.make('warden-filter-'), 'state'))
+      dirs.defer(() => store.close())
+      const read: string[] = []
+      const db = store.db as unknown as { getSync: (key: string, options?: unknown) => unknown }
+      const getSync = db.getSync.bind(db)
+      db.getSync = (key, options) => {
+        read.push(key)
+        return getSync(key, options)
+      }
+      expect(await store.keyFilterReady()).to.equal(true)
+      const [accessor, secret] = [randomUUID(), randomUUID()]
+      expect((await store.apply(create(accessor, secret), 1)).ok).to.equal(true)
+      const keys = tokenKeys(accessor, secret)
+      expect(read.filter((key) => keys.includes(key)), 'keys read from LevelDB').to.deep.equal([])
+      // A key the filter holds is read from LevelDB: a duplicate is found there.
+      expect(refusedField(await store.apply(create(accessor, randomUUID()), 2))).to.equal('AccessorID')
+      expect(read).to.include(keys[0])
+    })
+  })
+})
