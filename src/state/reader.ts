@@ -83,6 +83,26 @@ export function dbReader(db: StateDb, snapshot?: ReturnType<StateDb['snapshot']>
   }
 }
 
+/**
+ * `base`, with each key's answer kept once read: for the reads of one apply batch (StateStore.applyCommands), during
+ * which nothing writes the database: the batch's own writes wait in its transaction until its end, and the apply loop
+ * runs one batch at a time. A batch of token creates that link the same policy then reads that policy once, not once
+ * per create. At most a batch's reads are held, and only until the batch ends.
+ */
+export function batchReader(base: Reader): Reader {
+  const read = new Map<string, Buffer | undefined>()
+  return {
+    get: async (key) => {
+      if (read.has(key)) return read.get(key)
+      const value = await base.get(key)
+      read.set(key, value)
+      return value
+    },
+    keys: (prefix) => base.keys(prefix),
+    values: (prefix) => base.values(prefix),
+  }
+}
+
 export async function getDecoded<T>(reader: Reader, key: string): Promise<T | undefined> {
   const bytes = await reader.get(key)
   return bytes === undefined ? undefined : decode<T>(bytes)

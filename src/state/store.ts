@@ -15,7 +15,7 @@ import { APPLIED_DURING_RESTORE, isRestoreCommand, planRestore, RestoreBuild, ST
 import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
 import { KeyFilter } from './key-filter.js'
-import { dbReader, type Reader, type StateDb } from './reader.js'
+import { batchReader, dbReader, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
 import { isKnownCommand, validateCommand } from './validate.js'
 import { Watches } from './watch.js'
@@ -377,8 +377,8 @@ export class StateStore {
   }
 
   private async applyCommands(items: readonly ApplyItem[], produced?: (index: number, shipped: Shipped) => void): Promise<ApplyResult[]> {
-    // Through the live reader, so that the key filter answers lookups of what is certainly absent.
-    const batch = new Txn(this.currentReader)
+    // Through the live reader, so that the key filter answers lookups of what is certainly absent; each key read once.
+    const batch = new Txn(batchReader(this.currentReader))
     const results: ApplyResult[] = []
     const changes: Array<{ index: number; tables: Table[]; records: string[] }> = []
     const producedWrites: Array<[number, Shipped]> = []
