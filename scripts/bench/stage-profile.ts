@@ -127,6 +127,13 @@ if (profile) {
   process.env.WARDEN_STAGE_PROFILE_DIR = outDir
   process.env.WARDEN_STAGE_PROFILE_INTERVAL_US = String(intervalUs)
 }
+/** The loaded node's count of forwarded writes and of the requests that carried them (operator raft state). */
+async function forwardedBy(origin: string, token: string): Promise<{ writes: number; requests: number }> {
+  const answer = await fetch(`${origin}/v1/operator/raft/state`, { headers: { 'X-Service-Token': token } })
+  const body = (await answer.json()) as { ForwardedWrites?: number; ForwardedRequests?: number }
+  return { writes: body.ForwardedWrites ?? 0, requests: body.ForwardedRequests ?? 0 }
+}
+
 const warden = await WardenCluster.start('stage-profile', 3)
 if (previousOptions === undefined) delete process.env.NODE_OPTIONS
 else process.env.NODE_OPTIONS = previousOptions
@@ -146,6 +153,7 @@ try {
     perfChild = spawn('perf', ['record', '-F', '499', '-g', '-o', join(outDir, 'perf.data'), '-p', names.map((name) => warden.pid(name)).join(',')], { stdio: 'ignore' })
     await new Promise((resolve) => setTimeout(resolve, 500))
   }
+  const forwardedBefore = await forwardedBy(warden.origin(node), warden.token)
   const before = new Map(names.map((name) => [name, threadTicks(warden.pid(name))]))
   const windowStartMs = Date.now()
   signalAll()
@@ -154,6 +162,7 @@ try {
   const after = new Map(names.map((name) => [name, threadTicks(warden.pid(name))]))
   const windowEndMs = Date.now()
   signalAll()
+  const forwardedAfter = await forwardedBy(warden.origin(node), warden.token)
   if (perfChild !== undefined) {
     const exited = new Promise((resolve) => perfChild?.once('exit', resolve))
     perfChild.kill('SIGINT')
@@ -196,6 +205,8 @@ try {
     p99Ms: result.p99Ms,
     errors: result.errors,
     loadCpuPercent: load?.cpuPercent,
+    // Writes a follower forwarded to the leader over the window, and in how many requests (its batches per turn).
+    forwarded: { writes: forwardedAfter.writes - forwardedBefore.writes, requests: forwardedAfter.requests - forwardedBefore.requests },
     profiled: profile,
     intervalUs: profile ? intervalUs : undefined,
     nodes,
@@ -214,6 +225,7 @@ try {
     const perWriteBytes = (bytes: number): number => Math.round(bytes / Math.max(1, result.ok))
     process.stdout.write(`  LevelDB background writes per write: ${Object.entries(entry.leveldb).map(([db, bytes]) => `${db} flushed ${perWriteBytes(bytes.flushBytes)} B, compacted ${perWriteBytes(bytes.compactedBytes)} B`).join('; ')}\n`)
   }
+  if (meta.forwarded.requests > 0) process.stdout.write(`${node} forwarded ${meta.forwarded.writes} writes in ${meta.forwarded.requests} requests (${(meta.forwarded.writes / meta.forwarded.requests).toFixed(1)} per request)\n`)
   process.stdout.write(`written: ${outDir}\n`)
 } finally {
   await warden.stop()
