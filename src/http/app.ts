@@ -3,7 +3,7 @@
  * resource), and last the JSON answers for unknown paths (404) and wrong methods (405 with Allow).
  */
 import Koa from 'koa'
-import Router from '@koa/router'
+import { ApiRouter } from './router.js'
 import { WardenError } from '../lib/errors.js'
 import type { AppServices, ApiContext } from './context.js'
 import { errorMiddleware } from './errors.js'
@@ -56,7 +56,7 @@ const CLIENT_ERROR_CODES = /^(?:HPE_|ECONNRESET$|EPIPE$|ECONNABORTED$|ERR_STREAM
 export function createApp(services: AppServices): Koa {
   const app = new Koa()
   app.proxy = false
-  const router = new Router()
+  const router = new ApiRouter()
   tokenRoutes(router)
   policyRoutes(router)
   authMethodRoutes(router)
