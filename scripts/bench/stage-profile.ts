@@ -130,6 +130,7 @@ if (profile) {
 /** The loaded node's count of forwarded writes and of the requests that carried them (operator raft state). */
 async function forwardedBy(origin: string, token: string): Promise<{ writes: number; requests: number }> {
   const answer = await fetch(`${origin}/v1/operator/raft/state`, { headers: { 'X-Service-Token': token } })
+  if (!answer.ok) throw new Error(`GET ${origin}/v1/operator/raft/state: ${answer.status} ${await answer.text()}`)
   const body = (await answer.json()) as { ForwardedWrites?: number; ForwardedRequests?: number }
   return { writes: body.ForwardedWrites ?? 0, requests: body.ForwardedRequests ?? 0 }
 }

@@ -10,9 +10,14 @@
  * wrote it was issued (StateStore). The scan's iterator reads a snapshot taken after the filter began taking adds, so
  * no key falls between the two. Until the scan is done the filter is not ready, and every lookup goes to LevelDB.
  *
- * Deleted keys stay in it (a Bloom filter cannot remove one); they only make "maybe" a little more frequent. It grows
- * in layers of doubling capacity, so it needs no second scan as the state grows: about 1.5 bytes per key held, 3 MB
- * at a million tokens.
+ * It grows in layers of doubling capacity as keys are added: a key it may already hold (an update rewrites a token's
+ * record and secret entry) is not added again. Deleted keys stay in it (a Bloom filter cannot remove one), so once it
+ * holds twice the keys its last fill found (tokens created and deleted, logins come and gone), it is filled again
+ * from LevelDB beside the old layers, which answer meanwhile, and the new layers replace them: its size follows the
+ * live state's, about 2 bytes per key held (16 bits each once rounded to a power of two), 4 MB at a million tokens.
+ *
+ * Keys are hashed as LevelDB will return them: a string with a lone surrogate is stored as UTF-8 with U+FFFD in its
+ * place, so it is hashed in that form (no AccessorID or digest can hold one today; a restore archive could).
  */
 import { prefixEnd, recordPrefix, uniqueKey } from './keys.js'
 import type { StateDb } from './reader.js'
@@ -42,9 +47,13 @@ function newLayer(capacity: number): Layer {
 
 /** Two 32-bit hashes of a key: FNV-1a over its UTF-16 code units, and a mix of it for the probe step. */
 function hashes(key: string): [number, number] {
+  // As LevelDB gives the key back after a restart (UTF-8 has no lone surrogates): the fill must hash what adds hashed.
+  // (String's well-formedness methods are ES2024, in every Node this runs on; the compiler's library is older.)
+  const text = key as string & { isWellFormed(): boolean; toWellFormed(): string }
+  const stored = text.isWellFormed() ? key : text.toWellFormed()
   let h = 0x811c9dc5
-  for (let n = 0; n < key.length; n++) {
-    h ^= key.charCodeAt(n)
+  for (let n = 0; n < stored.length; n++) {
+    h ^= stored.charCodeAt(n)
     h = Math.imul(h, 0x01000193)
   }
   let step = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
@@ -54,8 +63,47 @@ function hashes(key: string): [number, number] {
   return [h >>> 0, (step | 1) >>> 0]
 }
 
+function holds(layers: readonly Layer[], h: number, step: number): boolean {
+  for (const layer of layers) {
+    let all = true
+    for (let n = 0, at = h; n < PROBES; n++, at = (at + step) >>> 0) {
+      const bit = at & layer.mask
+      if ((layer.bits[bit >>> 5]! & (1 << (bit & 31))) === 0) {
+        all = false
+        break
+      }
+    }
+    if (all) return true
+  }
+  return false
+}
+
+/** Sets a key's bits in the last layer, opening a layer of twice the capacity when that one is full. */
+function insert(layers: Layer[], h: number, step: number): void {
+  let layer = layers[layers.length - 1]!
+  if (layer.count >= layer.capacity) {
+    layer = newLayer(layer.capacity * 2)
+    layers.push(layer)
+  }
+  for (let n = 0, at = h; n < PROBES; n++, at = (at + step) >>> 0) {
+    const bit = at & layer.mask
+    layer.bits[bit >>> 5]! |= 1 << (bit & 31)
+  }
+  layer.count++
+}
+
+function keysIn(layers: readonly Layer[]): number {
+  let keys = 0
+  for (const layer of layers) keys += layer.count
+  return keys
+}
+
 export class KeyFilter {
-  private readonly layers: Layer[] = [newLayer(FIRST_LAYER_KEYS)]
+  private layers: Layer[] = [newLayer(FIRST_LAYER_KEYS)]
+  /** Layers being filled again while the current ones answer (refill); every add goes to both. */
+  private next: Layer[] | undefined
+  /** Keys the last fill found: past twice as many held, the filter is filled again. */
+  private filledKeys = 0
   private filled = false
   private closed = false
 
@@ -72,34 +120,15 @@ export class KeyFilter {
 
   /** Takes a key of the database (one it covers). Called before the write that puts it is issued. */
   add(key: string): void {
-    let layer = this.layers[this.layers.length - 1]!
-    if (layer.count >= layer.capacity) {
-      layer = newLayer(layer.capacity * 2)
-      this.layers.push(layer)
-    }
     const [h, step] = hashes(key)
-    for (let n = 0, at = h; n < PROBES; n++, at = (at + step) >>> 0) {
-      const bit = at & layer.mask
-      layer.bits[bit >>> 5]! |= 1 << (bit & 31)
-    }
-    layer.count++
+    if (!holds(this.layers, h, step)) insert(this.layers, h, step)
+    if (this.next !== undefined && !holds(this.next, h, step)) insert(this.next, h, step)
   }
 
   /** False only when `key` is certainly not in the database (once ready); true when it may be. */
   mightHold(key: string): boolean {
     const [h, step] = hashes(key)
-    for (const layer of this.layers) {
-      let all = true
-      for (let n = 0, at = h; n < PROBES; n++, at = (at + step) >>> 0) {
-        const bit = at & layer.mask
-        if ((layer.bits[bit >>> 5]! & (1 << (bit & 31))) === 0) {
-          all = false
-          break
-        }
-      }
-      if (all) return true
-    }
-    return false
+    return holds(this.layers, h, step)
   }
 
   /**
@@ -109,18 +138,49 @@ export class KeyFilter {
    * replaced or closed), and then never becomes ready.
    */
   async fill(db: StateDb): Promise<void> {
+    if (await this.scan(db, this.layers)) {
+      this.filledKeys = keysIn(this.layers)
+      this.filled = true
+    }
+  }
+
+  /**
+   * Fills the filter again from `db` when it holds more than twice the keys its last fill found, which only deleted
+   * keys can cause; the current layers answer until the new ones are complete. Called by the store after its writes;
+   * resolves when the refill it started is done (tests), or is undefined when none was needed.
+   */
+  refillIfOvergrown(db: StateDb): Promise<void> | undefined {
+    if (!this.ready || this.next !== undefined || keysIn(this.layers) <= Math.max(2 * this.filledKeys, FIRST_LAYER_KEYS)) return undefined
+    // Sized for what the current layers hold, so that a large state is held in one layer.
+    let capacity = FIRST_LAYER_KEYS
+    while (capacity < this.filledKeys) capacity *= 2
+    const next = [newLayer(capacity)]
+    this.next = next
+    return this.scan(db, next).then((complete) => {
+      if (this.next !== next) return
+      this.next = undefined
+      if (!complete) return
+      this.layers = next
+      this.filledKeys = keysIn(next)
+    })
+  }
+
+  /** Adds every covered key of `db` to `layers`; false if the filter was closed or the database failed meanwhile. */
+  private async scan(db: StateDb, layers: Layer[]): Promise<boolean> {
     try {
       for (const prefix of FILTERED_PREFIXES) {
         for await (const key of db.keys({ gte: prefix, lt: prefixEnd(prefix) })) {
-          if (this.closed) return
-          this.add(key)
+          if (this.closed) return false
+          const [h, step] = hashes(key)
+          if (!holds(layers, h, step)) insert(layers, h, step)
         }
       }
-      this.filled = true
+      return !this.closed
     } catch {
       // The database closed under the scan (a snapshot install replaced it, or the node is stopping): this filter is
       // of no further use, and lookups keep going to LevelDB.
       this.closed = true
+      return false
     }
   }
 
@@ -131,12 +191,8 @@ export class KeyFilter {
 
   /** Layers, keys taken and bytes held (tests). */
   get size(): { layers: number; keys: number; bytes: number } {
-    let keys = 0
     let bytes = 0
-    for (const layer of this.layers) {
-      keys += layer.count
-      bytes += layer.bits.byteLength
-    }
-    return { layers: this.layers.length, keys, bytes }
+    for (const layer of this.layers) bytes += layer.bits.byteLength
+    return { layers: this.layers.length, keys: keysIn(this.layers), bytes }
   }
 }

@@ -437,6 +437,8 @@ export class StateStore {
       if (this.filter.covers(key)) this.filter.add(key)
     }
     await this.db.batch(ops)
+    // Deleted tokens' keys stay in the filter: past twice what its fill found it is filled again, in the background.
+    void this.filter.refillIfOvergrown(this.db)
     this.appliedIndex = last
     for (const [table, index] of tableIndexes) this.tableIndexes.set(table, index)
     for (const { index, tables, records } of changes) {
