@@ -10,6 +10,11 @@
  * wrote it was issued (StateStore). The scan's iterator reads a snapshot taken after the filter began taking adds, so
  * no key falls between the two. Until the scan is done the filter is not ready, and every lookup goes to LevelDB.
  *
+ * Only a node that runs token creates looks these keys up: a leader, or a follower that applies a command itself
+ * rather than its leader's shipped writes. So the filter starts (takes adds, and scans the state, which reads every
+ * token record once) only after such a lookup asked for it, when the store next begins an apply batch, with no batch
+ * in flight. A follower never pays for the scan, nor a restarted one for mapping the whole state into memory.
+ *
  * It grows in layers of doubling capacity as keys are added: a key it may already hold (an update rewrites a token's
  * record and secret entry) is not added again. Deleted keys stay in it (a Bloom filter cannot remove one), so once it
  * holds twice the keys its last fill found (tokens created and deleted, logins come and gone), it is filled again
@@ -100,6 +105,12 @@ function keysIn(layers: readonly Layer[]): number {
 
 export class KeyFilter {
   private layers: Layer[] = [newLayer(FIRST_LAYER_KEYS)]
+  /** A lookup asked for the filter (want); it starts at the store's next apply batch (startIfWanted). */
+  private wanted = false
+  /** Taking adds and filling, or filled: from startIfWanted on. */
+  private started = false
+  /** The fill under way or done, once started. */
+  private filling: Promise<void> | undefined
   /** Layers being filled again while the current ones answer (refill); every add goes to both. */
   private next: Layer[] | undefined
   /** Keys the last fill found: past twice as many held, the filter is filled again. */
@@ -118,8 +129,32 @@ export class KeyFilter {
     return false
   }
 
+  /** A lookup of a covered key went to LevelDB because the filter was not ready: start it at the next batch. */
+  want(): void {
+    this.wanted = true
+  }
+
+  /**
+   * Starts the filter if a lookup wanted it: from here it takes every add, and it fills from `db` in the background.
+   * The store calls this as an apply batch begins, when no write of its own to `db` is in flight, so every key is
+   * either in the fill's snapshot or added afterwards.
+   */
+  startIfWanted(db: StateDb): void {
+    if (!this.wanted || this.started || this.closed) return
+    this.started = true
+    this.filling = this.fill(db)
+  }
+
+  /** Resolves once the fill started by startIfWanted is done (at once when none was started): whether ready (tests). */
+  async whenFilled(): Promise<boolean> {
+    await this.filling
+    return this.ready
+  }
+
   /** Takes a key of the database (one it covers). Called before the write that puts it is issued. */
   add(key: string): void {
+    // Before it starts the filter holds nothing; its fill reads the keys written until then.
+    if (!this.started) return
     const [h, step] = hashes(key)
     if (!holds(this.layers, h, step)) insert(this.layers, h, step)
     if (this.next !== undefined && !holds(this.next, h, step)) insert(this.next, h, step)
@@ -138,6 +173,7 @@ export class KeyFilter {
    * replaced or closed), and then never becomes ready.
    */
   async fill(db: StateDb): Promise<void> {
+    this.started = true
     if (await this.scan(db, this.layers)) {
       this.filledKeys = keysIn(this.layers)
       this.filled = true

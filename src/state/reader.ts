@@ -63,13 +63,20 @@ export function dbReader(db: StateDb, snapshot?: ReturnType<StateDb['snapshot']>
     // A point lookup answered synchronously costs about a microsecond; the asynchronous get goes through libuv's
     // thread pool and costs tens (the benchmark's largest hot spot, eight of them per token create). The interface
     // stays a promise so callers need not change. Without options getSync takes abstract-level's fast path.
-    // The live state's filter answers most lookups of a key that is not there (key-filter.ts) without LevelDB.
+    // The live state's filter answers most lookups of a key that is not there (key-filter.ts) without LevelDB; a
+    // lookup it could have answered before it was ready asks for it.
     get:
       snapshot !== undefined
         ? async (key) => db.getSync(key, { snapshot })
         : filter === undefined
           ? async (key) => db.getSync(key)
-          : async (key) => (filter.ready && filter.covers(key) && !filter.mightHold(key) ? undefined : db.getSync(key)),
+          : async (key) => {
+              if (filter.covers(key)) {
+                if (!filter.ready) filter.want()
+                else if (!filter.mightHold(key)) return undefined
+              }
+              return db.getSync(key)
+            },
     keys: async (prefix) => {
       const keys: string[] = []
       for await (const key of db.keys(range(prefix))) keys.push(key)

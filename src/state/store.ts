@@ -181,7 +181,8 @@ export class StateStore {
   private currentDb: StateDb
   /** Holds the live database's token IDs and secret digests, for lookups that expect none (key-filter.ts). */
   private filter: KeyFilter
-  private filling: Promise<void>
+  /** The live database through the filter: for apply, whose lookups of new tokens' keys are what it is for. */
+  private applyReader: Reader
   private currentReader: Reader
   private replacements = 0
   private replacing: Promise<void> | undefined
@@ -193,14 +194,13 @@ export class StateStore {
   ) {
     this.currentDb = db
     this.filter = new KeyFilter()
-    this.filling = this.filter.fill(db)
-    this.currentReader = dbReader(db, undefined, this.filter)
+    this.applyReader = dbReader(db, undefined, this.filter)
+    this.currentReader = dbReader(db)
   }
 
-  /** Resolves when the live database's key filter has been filled (or given up): whether it is in use (tests). */
-  async keyFilterReady(): Promise<boolean> {
-    await this.filling
-    return this.filter.ready
+  /** Resolves when the key filter's fill is done, at once when none started: whether it is in use (tests). */
+  keyFilterReady(): Promise<boolean> {
+    return this.filter.whenFilled()
   }
 
   /** The LevelDB of the state. It changes when a snapshot is installed: read it through the store each time. */
@@ -282,10 +282,10 @@ export class StateStore {
     await this.currentDb.close()
     await switchDirectories(this.files)
     this.currentDb = await this.files.openDb('live')
-    // Made before any write to the new database can be issued (only this store writes it), filled in the background.
+    // Started, if a lookup wants it, at an apply batch of the new database, as at open.
     this.filter = new KeyFilter()
-    this.filling = this.filter.fill(this.currentDb)
-    this.currentReader = dbReader(this.currentDb, undefined, this.filter)
+    this.applyReader = dbReader(this.currentDb, undefined, this.filter)
+    this.currentReader = dbReader(this.currentDb)
     await this.loadIndexes()
     for (const listener of this.resetListeners) listener()
     this.watches.notifyAll()
@@ -377,8 +377,10 @@ export class StateStore {
   }
 
   private async applyCommands(items: readonly ApplyItem[], produced?: (index: number, shipped: Shipped) => void): Promise<ApplyResult[]> {
-    // Through the live reader, so that the key filter answers lookups of what is certainly absent; each key read once.
-    const batch = new Txn(batchReader(this.currentReader))
+    // No batch of this store's is in flight here: a filter a lookup asked for may start (key-filter.ts).
+    this.filter.startIfWanted(this.currentDb)
+    // Through the filter, which answers lookups of what is certainly absent; each key read once per batch.
+    const batch = new Txn(batchReader(this.applyReader))
     const results: ApplyResult[] = []
     const changes: Array<{ index: number; tables: Table[]; records: string[] }> = []
     const producedWrites: Array<[number, Shipped]> = []

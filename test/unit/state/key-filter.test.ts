@@ -35,8 +35,17 @@ describe('state/key-filter', function () {
   const dirs = useTempDirs()
 
   describe('KeyFilter', function () {
-    it('holds every key it took across its layers, and says "absent" for nearly every other', function () {
+    /** A filter started over an empty database, which takes adds from then on. */
+    async function startedFilter(): Promise<KeyFilter> {
+      const db = await openStateDb(join(await dirs.make('warden-filter-'), 'db'))
+      dirs.defer(() => db.close())
       const filter = new KeyFilter()
+      await filter.fill(db)
+      return filter
+    }
+
+    it('holds every key it took across its layers, and says "absent" for nearly every other', async function () {
+      const filter = await startedFilter()
       const held: string[] = []
       // Past the first layer's 65,536 keys and the second's 131,072: three layers.
       for (let n = 0; n < 250_000; n++) {
@@ -87,8 +96,8 @@ describe('state/key-filter', function () {
       expect(closed.size.keys).to.be.below(many.length)
     })
 
-    it('does not take a key it may already hold again: a rewritten token does not grow it', function () {
-      const filter = new KeyFilter()
+    it('does not take a key it may already hold again: a rewritten token does not grow it', async function () {
+      const filter = await startedFilter()
       const keys = tokenKeys(randomUUID(), randomUUID())
       for (let n = 0; n < 1_000; n++) for (const key of keys) filter.add(key)
       expect(filter.size.keys).to.equal(2)
@@ -127,6 +136,25 @@ describe('state/key-filter', function () {
   })
 
   describe('in the state store', function () {
+    /** Starts a store's filter as a leader's applies do: a create's lookups ask for it, the next batch starts it. */
+    async function startFilter(store: StateStore, index: number): Promise<number> {
+      expect(await store.keyFilterReady(), 'started before any lookup asked').to.equal(false)
+      expect((await store.apply(create(randomUUID(), randomUUID()), index)).ok).to.equal(true)
+      expect((await store.apply(commands.noop(), index + 1)).ok).to.equal(true)
+      expect(await store.keyFilterReady(), 'filled once a create asked and a batch began').to.equal(true)
+      return index + 2
+    }
+
+    it('starts only once an apply looked a token key up: reads and other commands leave it idle', async function () {
+      const store = await StateStore.open(join(await dirs.make('warden-filter-'), 'state'))
+      dirs.defer(() => store.close())
+      expect((await store.apply(commands.noop(), 1)).ok).to.equal(true)
+      expect(await store.reader.get(recordKey('token', randomUUID()))).to.equal(undefined)
+      expect((await store.apply(commands.noop(), 2)).ok).to.equal(true)
+      expect(await store.keyFilterReady()).to.equal(false)
+      await startFilter(store, 3)
+    })
+
     it('refuses a token whose AccessorID or secret an earlier run of the store wrote (the fill)', async function () {
       const directory = join(await dirs.make('warden-filter-'), 'state')
       const [accessor, secret] = [randomUUID(), randomUUID()]
@@ -136,9 +164,9 @@ describe('state/key-filter', function () {
 
       const store = await StateStore.open(directory)
       dirs.defer(() => store.close())
-      expect(await store.keyFilterReady()).to.equal(true)
-      expect(refusedField(await store.apply(create(accessor, randomUUID()), 2))).to.equal('AccessorID')
-      expect(refusedField(await store.apply(create(randomUUID(), secret), 3))).to.equal('SecretID')
+      const index = await startFilter(store, 2)
+      expect(refusedField(await store.apply(create(accessor, randomUUID()), index))).to.equal('AccessorID')
+      expect(refusedField(await store.apply(create(randomUUID(), secret), index + 1))).to.equal('SecretID')
     })
 
     it('refuses tokens written before and while its fill runs', async function () {
@@ -150,7 +178,8 @@ describe('state/key-filter', function () {
 
       const store = await StateStore.open(directory)
       dirs.defer(() => store.close())
-      // Applied at once, while the fill reads the 3,000 tokens' keys.
+      // The first create asks for the filter, the second's batch starts it, and the rest are applied while the fill
+      // reads the 3,000 tokens' keys.
       const during: Array<[string, string]> = Array.from({ length: 50 }, () => [randomUUID(), randomUUID()])
       let index = before.length
       for (const [accessor, secret] of during) expect((await store.apply(create(accessor, secret), ++index)).ok).to.equal(true)
@@ -164,17 +193,17 @@ describe('state/key-filter', function () {
     it('refuses a token whose AccessorID or secret a batch wrote after the filter was filled (the adds)', async function () {
       const store = await StateStore.open(join(await dirs.make('warden-filter-'), 'state'))
       dirs.defer(() => store.close())
-      expect(await store.keyFilterReady()).to.equal(true)
+      const index = await startFilter(store, 1)
       const [accessor, secret] = [randomUUID(), randomUUID()]
       // Two creates in one batch, and a later batch: the second of the batch reads the first's pending writes, the
       // later one reads LevelDB through the filter.
       const results = await store.applyBatch([
-        { command: create(accessor, secret), index: 1 },
-        { command: create(accessor, randomUUID()), index: 2 },
+        { command: create(accessor, secret), index },
+        { command: create(accessor, randomUUID()), index: index + 1 },
       ])
       expect(results.map(refusedField)).to.deep.equal([undefined, 'AccessorID'])
-      expect(refusedField(await store.apply(create(accessor, randomUUID()), 3))).to.equal('AccessorID')
-      expect(refusedField(await store.apply(create(randomUUID(), secret), 4))).to.equal('SecretID')
+      expect(refusedField(await store.apply(create(accessor, randomUUID()), index + 2))).to.equal('AccessorID')
+      expect(refusedField(await store.apply(create(randomUUID(), secret), index + 3))).to.equal('SecretID')
     })
 
     it('refuses a token of a state that replaced the database (a snapshot install makes a new filter)', async function () {
@@ -182,8 +211,7 @@ describe('state/key-filter', function () {
       const directory = join(root, 'state')
       const store = await StateStore.open(directory)
       dirs.defer(() => store.close())
-      expect(await store.keyFilterReady()).to.equal(true)
-      expect((await store.apply(create(randomUUID(), randomUUID()), 1)).ok).to.equal(true)
+      await startFilter(store, 1)
 
       // The state to install: another store's, with a token this store's filter never saw, at a later index.
       const [accessor, secret] = [randomUUID(), randomUUID()]
@@ -196,9 +224,9 @@ describe('state/key-filter', function () {
         await files.rename('incoming', 'live')
       })
 
-      expect(await store.keyFilterReady()).to.equal(true)
-      expect(refusedField(await store.apply(create(accessor, randomUUID()), 6))).to.equal('AccessorID')
-      expect(refusedField(await store.apply(create(randomUUID(), secret), 7))).to.equal('SecretID')
+      const index = await startFilter(store, 6)
+      expect(refusedField(await store.apply(create(accessor, randomUUID()), index))).to.equal('AccessorID')
+      expect(refusedField(await store.apply(create(randomUUID(), secret), index + 1))).to.equal('SecretID')
     })
 
     it('reads neither of a new token\'s keys from LevelDB once the filter is ready', async function () {
@@ -211,13 +239,13 @@ describe('state/key-filter', function () {
         read.push(key)
         return getSync(key, options)
       }
-      expect(await store.keyFilterReady()).to.equal(true)
+      const index = await startFilter(store, 1)
       const [accessor, secret] = [randomUUID(), randomUUID()]
-      expect((await store.apply(create(accessor, secret), 1)).ok).to.equal(true)
+      expect((await store.apply(create(accessor, secret), index)).ok).to.equal(true)
       const keys = tokenKeys(accessor, secret)
       expect(read.filter((key) => keys.includes(key)), 'keys read from LevelDB').to.deep.equal([])
       // A key the filter holds is read from LevelDB: a duplicate is found there.
-      expect(refusedField(await store.apply(create(accessor, randomUUID()), 2))).to.equal('AccessorID')
+      expect(refusedField(await store.apply(create(accessor, randomUUID()), index + 1))).to.equal('AccessorID')
       expect(read).to.include(keys[0])
     })
   })
