@@ -16,10 +16,11 @@
  * in flight. A follower never pays for the scan, nor a restarted one for mapping the whole state into memory.
  *
  * It grows in layers of doubling capacity as keys are added: a key it may already hold (an update rewrites a token's
- * record and secret entry) is not added again. Deleted keys stay in it (a Bloom filter cannot remove one), so once it
- * holds twice the keys its last fill found (tokens created and deleted, logins come and gone), it is filled again
- * from LevelDB beside the old layers, which answer meanwhile, and the new layers replace them: its size follows the
- * live state's, about 2 bytes per key held (16 bits each once rounded to a power of two), 4 MB at a million tokens.
+ * record and secret entry) is not added again. Deleted keys stay in it (a Bloom filter cannot remove one), so once
+ * the keys deleted since it was filled are more than half of those it holds (tokens created and deleted, logins come
+ * and gone), it is filled again from LevelDB beside the old layers, which answer meanwhile, and the new layers
+ * replace them: its size follows the live state's, 2–4 bytes per key held (16 bits each once rounded to a power of
+ * two, in layers up to twice what they hold), 4–8 MB at a million tokens.
  *
  * Keys are hashed as LevelDB will return them: a string with a lone surrogate is stored as UTF-8 with U+FFFD in its
  * place, so it is hashed in that form (no AccessorID or digest can hold one today; a restore archive could).
@@ -113,8 +114,8 @@ export class KeyFilter {
   private filling: Promise<void> | undefined
   /** Layers being filled again while the current ones answer (refill); every add goes to both. */
   private next: Layer[] | undefined
-  /** Keys the last fill found: past twice as many held, the filter is filled again. */
-  private filledKeys = 0
+  /** Covered keys deleted since the layers in use were filled: they stay in them, and past half of them a refill. */
+  private deletedKeys = 0
   private filled = false
   private closed = false
 
@@ -174,30 +175,36 @@ export class KeyFilter {
    */
   async fill(db: StateDb): Promise<void> {
     this.started = true
-    if (await this.scan(db, this.layers)) {
-      this.filledKeys = keysIn(this.layers)
-      this.filled = true
-    }
+    if (await this.scan(db, this.layers)) this.filled = true
+  }
+
+  /** A covered key is deleted by the write about to be issued (it stays in the layers). */
+  deleted(): void {
+    if (this.started) this.deletedKeys++
   }
 
   /**
-   * Fills the filter again from `db` when it holds more than twice the keys its last fill found, which only deleted
-   * keys can cause; the current layers answer until the new ones are complete. Called by the store after its writes;
-   * resolves when the refill it started is done (tests), or is undefined when none was needed.
+   * Fills the filter again from `db` once the keys deleted since its layers were filled are more than half of what
+   * they hold (and more than a first layer's worth); the current layers answer until the new ones are complete. A
+   * growing state never causes one. Called by the store after its writes; resolves when the refill it started is
+   * done (tests), or is undefined when none was needed.
    */
   refillIfOvergrown(db: StateDb): Promise<void> | undefined {
-    if (!this.ready || this.next !== undefined || keysIn(this.layers) <= Math.max(2 * this.filledKeys, FIRST_LAYER_KEYS)) return undefined
-    // Sized for what the current layers hold, so that a large state is held in one layer.
+    const held = keysIn(this.layers)
+    if (!this.ready || this.next !== undefined || this.deletedKeys <= Math.max(held / 2, FIRST_LAYER_KEYS)) return undefined
+    // Sized for the live keys, so that a large state is held in one layer.
     let capacity = FIRST_LAYER_KEYS
-    while (capacity < this.filledKeys) capacity *= 2
+    while (capacity < held - this.deletedKeys) capacity *= 2
     const next = [newLayer(capacity)]
     this.next = next
+    // Deletions from here on may be of keys the new layers' snapshot still holds: they count against those.
+    const deletedBefore = this.deletedKeys
     return this.scan(db, next).then((complete) => {
       if (this.next !== next) return
       this.next = undefined
       if (!complete) return
       this.layers = next
-      this.filledKeys = keysIn(next)
+      this.deletedKeys -= deletedBefore
     })
   }
 

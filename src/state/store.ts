@@ -432,6 +432,7 @@ export class StateStore {
     for (const [key, value] of batch.writes) {
       if (value === null) {
         ops.push({ type: 'del', key })
+        if (this.filter.covers(key)) this.filter.deleted()
         continue
       }
       ops.push({ type: 'put', key, value })
@@ -439,7 +440,7 @@ export class StateStore {
       if (this.filter.covers(key)) this.filter.add(key)
     }
     await this.db.batch(ops)
-    // Deleted tokens' keys stay in the filter: past twice what its fill found it is filled again, in the background.
+    // Deleted tokens' keys stay in the filter: once they are many, it is filled again, in the background.
     void this.filter.refillIfOvergrown(this.db)
     this.appliedIndex = last
     for (const [table, index] of tableIndexes) this.tableIndexes.set(table, index)

@@ -113,7 +113,7 @@ describe('state/key-filter', function () {
       expect(filter.mightHold(key)).to.equal(true)
     })
 
-    it('is filled again once deleted keys make it twice what its fill found, keeping every key added meanwhile', async function () {
+    it('is filled again once deleted keys are half of what it holds, keeping every key added meanwhile', async function () {
       const db = await openStateDb(join(await dirs.make('warden-filter-'), 'db'))
       dirs.defer(() => db.close())
       const live = Array.from({ length: 10 }, () => recordKey('token', randomUUID()))
@@ -122,8 +122,13 @@ describe('state/key-filter', function () {
       await filter.fill(db)
       expect(filter.size.keys).to.equal(10)
       expect(filter.refillIfOvergrown(db), 'not overgrown yet').to.equal(undefined)
-      // Keys written and deleted since (never in LevelDB now), past the threshold of the first layer's size.
-      for (let n = 0; n < 70_000; n++) filter.add(recordKey('token', randomUUID()))
+      // A growing state is no reason to fill it again.
+      for (let n = 0; n < 140_000; n++) filter.add(recordKey('token', randomUUID()))
+      expect(filter.refillIfOvergrown(db), 'grown, nothing deleted').to.equal(undefined)
+      // Keys deleted since, past half of what it holds.
+      for (let n = 0; n < 60_000; n++) filter.deleted()
+      expect(filter.refillIfOvergrown(db), 'not enough deleted yet').to.equal(undefined)
+      for (let n = 0; n < 20_000; n++) filter.deleted()
       const refilled = filter.refillIfOvergrown(db)
       expect(refilled).to.be.instanceOf(Promise)
       const during = recordKey('token', randomUUID())
