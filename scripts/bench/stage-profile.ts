@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { spawn, type ChildProcess } from 'node:child_process'
+import { WardenClient } from '../../src/api/index.js'
 import { runCannon } from './cannon.js'
 import { jsonHeaders } from './context.js'
 import { WardenCluster } from './warden.js'
@@ -129,10 +130,8 @@ if (profile) {
 }
 /** The loaded node's count of forwarded writes and of the requests that carried them (operator raft state). */
 async function forwardedBy(origin: string, token: string): Promise<{ writes: number; requests: number }> {
-  const answer = await fetch(`${origin}/v1/operator/raft/state`, { headers: { 'X-Service-Token': token } })
-  if (!answer.ok) throw new Error(`GET ${origin}/v1/operator/raft/state: ${answer.status} ${await answer.text()}`)
-  const body = (await answer.json()) as { ForwardedWrites?: number; ForwardedRequests?: number }
-  return { writes: body.ForwardedWrites ?? 0, requests: body.ForwardedRequests ?? 0 }
+  const state = await new WardenClient({ address: origin, token }).operator.raft.state()
+  return { writes: state.ForwardedWrites, requests: state.ForwardedRequests }
 }
 
 const warden = await WardenCluster.start('stage-profile', 3)
