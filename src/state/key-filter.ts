@@ -13,7 +13,8 @@
  * Only a node that runs token creates looks these keys up: a leader, or a follower that applies a command itself
  * rather than its leader's shipped writes. So the filter starts (takes adds, and scans the state, which reads every
  * token record once) only after such a lookup asked for it, when the store next begins an apply batch, with no batch
- * in flight. A follower never pays for the scan, nor a restarted one for mapping the whole state into memory.
+ * in flight. A follower that applies its leader's shipped writes never pays for the scan, nor for mapping the state
+ * into memory when restarted.
  *
  * It grows in layers of doubling capacity as keys are added: a key it may already hold (an update rewrites a token's
  * record and secret entry) is not added again. Deleted keys stay in it (a Bloom filter cannot remove one), so once
