@@ -179,9 +179,17 @@ export class KeyFilter {
     if (await this.scan(db, this.layers)) this.filled = true
   }
 
-  /** A covered key is deleted by the write about to be issued (it stays in the layers). */
-  deleted(): void {
-    if (this.started) this.deletedKeys++
+  /**
+   * Takes what a batch about to be issued writes: each covered key it puts is added, each it deletes counted (it stays
+   * in the layers, see refillIfOvergrown). Called before the batch is issued: from then on a lookup may find the key.
+   */
+  beforeWrite(ops: Iterable<{ readonly type: 'put' | 'del'; readonly key: string }>): void {
+    if (!this.started) return
+    for (const { type, key } of ops) {
+      if (!this.covers(key)) continue
+      if (type === 'put') this.add(key)
+      else this.deletedKeys++
+    }
   }
 
   /**

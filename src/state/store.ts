@@ -358,7 +358,7 @@ export class StateStore {
       await this.dropRestoreBuild()
       await this.currentDb.clear({ gte: STAGED_PREFIX, lt: STAGED_END })
     }
-    for (const op of step.ops) if (op.type === 'put' && this.filter.covers(op.key)) this.filter.add(op.key)
+    this.filter.beforeWrite(step.ops)
     await this.currentDb.batch([...step.ops, { type: 'put', key: APPLIED_KEY, value: encode(index) }])
     this.appliedIndex = index
     this.openRestore = step.open
@@ -429,16 +429,8 @@ export class StateStore {
     for (const [table, index] of tableIndexes) batch.put(tableIndexKey(table), encode(index))
     batch.put(APPLIED_KEY, encode(last))
     const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = []
-    for (const [key, value] of batch.writes) {
-      if (value === null) {
-        ops.push({ type: 'del', key })
-        if (this.filter.covers(key)) this.filter.deleted()
-        continue
-      }
-      ops.push({ type: 'put', key, value })
-      // Before the batch is issued: from here on a lookup may find the key in LevelDB, so the filter must hold it.
-      if (this.filter.covers(key)) this.filter.add(key)
-    }
+    for (const [key, value] of batch.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
+    this.filter.beforeWrite(ops)
     await this.db.batch(ops)
     // Deleted tokens' keys stay in the filter: once they are many, it is filled again, in the background.
     void this.filter.refillIfOvergrown(this.db)

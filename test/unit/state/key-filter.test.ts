@@ -126,13 +126,17 @@ describe('state/key-filter', function () {
       for (let n = 0; n < 140_000; n++) filter.add(recordKey('token', randomUUID()))
       expect(filter.refillIfOvergrown(db), 'grown, nothing deleted').to.equal(undefined)
       // Keys deleted since, past half of what it holds.
-      for (let n = 0; n < 60_000; n++) filter.deleted()
+      const deletes = (count: number) => Array.from({ length: count }, () => ({ type: 'del' as const, key: recordKey('token', randomUUID()) }))
+      filter.beforeWrite(deletes(60_000))
       expect(filter.refillIfOvergrown(db), 'not enough deleted yet').to.equal(undefined)
-      for (let n = 0; n < 20_000; n++) filter.deleted()
+      // Deletes of keys it does not cover do not count.
+      filter.beforeWrite(Array.from({ length: 20_000 }, () => ({ type: 'del' as const, key: recordKey('policy', randomUUID()) })))
+      expect(filter.refillIfOvergrown(db), 'policy deletes counted').to.equal(undefined)
+      filter.beforeWrite(deletes(20_000))
       const refilled = filter.refillIfOvergrown(db)
       expect(refilled).to.be.instanceOf(Promise)
       const during = recordKey('token', randomUUID())
-      filter.add(during)
+      filter.beforeWrite([{ type: 'put', key: during }])
       await refilled
       expect(filter.size.keys).to.equal(11)
       for (const key of [...live, during]) expect(filter.mightHold(key), key).to.equal(true)
