@@ -102,6 +102,13 @@ export interface RaftConfig {
    * apply tells its whole commit index. Default false.
    */
   readonly announceAppliedCommit?: boolean
+  /**
+   * The driver applies committed entries while the Ready loop goes on (persisting and sending the next entries), and
+   * says what it has applied with `appliedTo`; `advance` then only marks them handed out. Default false: `advance`
+   * marks a Ready's committed entries applied. What a leader announces (announceAppliedCommit) and `status` report
+   * follow what the driver said it applied.
+   */
+  readonly reportsApplied?: boolean
 }
 
 interface Settings {
@@ -117,6 +124,7 @@ interface Settings {
   readonly maxUncommittedEntries: number
   readonly trailingEntries: number
   readonly announceAppliedCommit: boolean
+  readonly reportsApplied: boolean
 }
 
 /** Problems with a configuration, each naming its setting; empty when the configuration is valid. */
@@ -317,6 +325,7 @@ export class RaftCore {
       maxUncommittedEntries: config.maxUncommittedEntries ?? 8192,
       trailingEntries: config.trailingEntries ?? 1024,
       announceAppliedCommit: config.announceAppliedCommit ?? false,
+      reportsApplied: config.reportsApplied ?? false,
     }
     const hardState = storage.hardState()
     const appliedIndex = config.appliedIndex ?? storage.snapshot()?.index ?? 0
@@ -539,13 +548,26 @@ export class RaftCore {
     const lastEntry = ready.entries[ready.entries.length - 1]
     if (lastEntry !== undefined) this.log.stableTo(lastEntry.index, lastEntry.term)
     const lastCommitted = ready.committedEntries[ready.committedEntries.length - 1]
-    if (lastCommitted !== undefined) {
-      this.log.appliedTo(lastCommitted.index)
-      // What was applied may now be announced (announceAppliedCommit): at the next ready(), to followers told less.
-      if (this.settings.announceAppliedCommit && this.role === 'leader') this.appendPending = true
-    }
+    if (lastCommitted !== undefined && !this.settings.reportsApplied) this.markApplied(lastCommitted.index)
     // The leader's own entries now count towards commit (its match is its durable log).
     if (this.role === 'leader' && lastEntry !== undefined) this.maybeCommit()
+  }
+
+  /**
+   * With reportsApplied: the driver has applied every committed entry up to `index`, which it was handed in a Ready
+   * (a snapshot installed since may already count for more: then this changes nothing).
+   */
+  appliedTo(index: number): void {
+    assert(this.settings.reportsApplied, 'appliedTo is for a driver that reports what it applied (reportsApplied)')
+    assert(index <= this.log.applyingIndex, `applied ${index} beyond what was handed out to apply (${this.log.applyingIndex})`)
+    this.markApplied(index)
+  }
+
+  private markApplied(index: number): void {
+    if (index <= this.log.appliedIndex) return
+    this.log.appliedTo(index)
+    // What was applied may now be announced (announceAppliedCommit): at the next ready(), to followers told less.
+    if (this.settings.announceAppliedCommit && this.role === 'leader') this.appendPending = true
   }
 
   /**

@@ -1,8 +1,10 @@
 /**
  * The Raft replica: the thin driver between the pure core (src/raft) and the world. A timer ticks the core; one loop
  * takes each Ready and does it in the order ready.ts prescribes: persist (one LevelDB batch, one sync: every proposal
- * waiting at that moment commits together), install a received snapshot, send, apply to the state machine, hand out
- * read states, advance; then, every snapshotThreshold applied entries, snapshot and compact.
+ * waiting at that moment commits together), install a received snapshot, send, start applying its committed entries
+ * to the state machine, hand out read states, advance; then, every snapshotThreshold applied entries, snapshot and
+ * compact. The apply runs while the loop takes the next Ready (one apply at a time, in order), and the core learns
+ * what is applied when it is (RaftConfig.reportsApplied).
  *
  * Everything outside the process comes in as a parameter: the clock, timers and randomness (Environment), the Raft
  * storage, the state machine (whose disk is StateFiles), and the peer links. The agent passes the real ones; the
@@ -151,6 +153,8 @@ export class RaftReplica {
   /** Set by every input; the loop runs again if an input arrived after it last asked the core for work. */
   private dirty = false
   private loopDone: Promise<void> = Promise.resolve()
+  /** The apply of the last committed entries handed out, while the loop goes on (handleReady step 3). */
+  private applying: Promise<void> | undefined
   private stopped = false
   private failed = false
   private leaderId: string | null = null
@@ -208,6 +212,8 @@ export class RaftReplica {
         appliedIndex: options.state.lastApplied,
         // The writes a leader ships must reach a follower with the commit index that lets it apply them.
         announceAppliedCommit: this.shipWrites,
+        // Entries are applied while the loop goes on (handleReady), and reported applied when they are.
+        reportsApplied: true,
         // The lease in real time: the ticker does not catch up after the process was stopped, and a leader woken
         // from SIGSTOP must find its lease expired, not serve reads and authorize writes from its old state.
         clock: () => environment.now() / this.tickMs,
@@ -296,10 +302,12 @@ export class RaftReplica {
    * being sent still needs the term of. Runs inside the loop, so never at the same time as an install.
    */
   private async maybeSnapshot(): Promise<void> {
-    const applied = this.state.lastApplied
     const last = this.storage.snapshot()?.index ?? 0
     const bytesThreshold = this.options.snapshotBytesThreshold ?? SNAPSHOT_BYTES_DEFAULT
-    if (applied - last < this.options.snapshotThreshold && (this.appendedBytes < bytesThreshold || applied === last)) return
+    if (this.state.lastApplied - last < this.options.snapshotThreshold && (this.appendedBytes < bytesThreshold || this.state.lastApplied === last)) return
+    // The snapshot is the state at its index: no apply may move the state on while it is recorded.
+    await this.applyDone()
+    const applied = this.state.lastApplied
     const metadata = this.core.snapshotMetadata(applied)
     if (metadata === null) return
     const startedAt = this.environment.now()
@@ -369,18 +377,18 @@ export class RaftReplica {
     }
     // 1a. A snapshot from the leader: staged while it streamed; the log now depends on it, so switch to it
     // (finishStateSwitch completes this at start if a crash interrupts it).
-    if (ready.snapshot !== undefined) await this.install(ready.snapshot)
+    if (ready.snapshot !== undefined) {
+      await this.applyDone()
+      await this.install(ready.snapshot)
+    }
     // 2. Send. Loss is fine: Raft retries.
     for (let n = sentEarly; n < ready.messages.length; n++) this.send(ready.messages[n]!)
-    // 3. Apply, in order; then wake what waited for this node to catch up (once per Ready, not per entry).
-    const applyStartedAt = timings === undefined || ready.committedEntries.length === 0 ? 0 : this.environment.now()
-    const leading = this.role === 'leader'
-    await this.state.applyEntries(ready.committedEntries, (entry, command, result) => this.afterApply(entry, command, result), this.applyOptions(leading))
+    // 3. Apply, in order, while the loop goes on: the next Ready's entries are persisted and sent while these are
+    // applied, as etcd's server applies in a goroutine of its own. One apply at a time: a Ready with committed entries
+    // first waits for the apply before it, which keeps them in order and bounds what waits to two Readies' entries.
     if (ready.committedEntries.length > 0) {
-      if (leading) this.outbox.seal()
-      this.inbox.dropThrough(this.state.lastApplied)
-      this.applied.release(this.state.lastApplied)
-      if (timings !== undefined) timings.apply.observe((this.environment.now() - applyStartedAt) / 1000)
+      await this.applyDone()
+      this.applying = this.applyCommitted(ready.committedEntries, this.role === 'leader')
     }
     // 4. Confirmed reads: each waits until this node applied its read index.
     for (const readState of ready.readStates) {
@@ -388,6 +396,36 @@ export class RaftReplica {
       if (waiter === undefined) continue
       this.reads.delete(readState.context)
       this.afterApplied(readState.index).then(waiter.resolve, waiter.reject)
+    }
+  }
+
+  /**
+   * Applies committed entries handed out by a Ready, then wakes what waited for this node to catch up (once per
+   * Ready, not per entry) and tells the core they are applied: only then may a leader announce them as committed
+   * (announceAppliedCommit), with the writes this apply produced. Never rejects: a failure stops the replica.
+   */
+  private applyCommitted(entries: readonly Entry[], leading: boolean): Promise<void> {
+    const timings = this.options.timings
+    const startedAt = timings === undefined ? 0 : this.environment.now()
+    return this.state.applyEntries(entries, (entry, command, result) => this.afterApply(entry, command, result), this.applyOptions(leading)).then(
+      () => {
+        if (leading) this.outbox.seal()
+        this.inbox.dropThrough(this.state.lastApplied)
+        this.applied.release(this.state.lastApplied)
+        if (timings !== undefined) timings.apply.observe((this.environment.now() - startedAt) / 1000)
+        this.core.appliedTo(entries[entries.length - 1]!.index)
+        this.kick()
+      },
+      (error: unknown) => this.fail(error),
+    )
+  }
+
+  /** Resolves once no apply is running: before what needs the state to itself (a snapshot, an install, a stop). */
+  private async applyDone(): Promise<void> {
+    while (this.applying !== undefined) {
+      const applying = this.applying
+      await applying
+      if (this.applying === applying) this.applying = undefined
     }
   }
 
@@ -827,6 +865,7 @@ export class RaftReplica {
     // Writes still waiting may yet commit on the other nodes: their outcome is unknown to their callers.
     this.rejectAll(new WardenError('outcome_unknown', 'this node is shutting down; the write may or may not have been applied'))
     await this.loopDone
+    await this.applyDone()
     await this.transfer.stop()
   }
 }

@@ -6,7 +6,7 @@
 import { expect } from 'chai'
 import type { Message } from '../../../src/raft/messages.js'
 import type { Ready } from '../../../src/raft/ready.js'
-import { bytes, sent, TestNetwork, type TestNode } from './support.js'
+import { bytes, sent, TestNetwork, type CoreOptions, type TestNode } from './support.js'
 
 /** Takes one Ready from `node`, persists it, and returns it without advancing (the test advances). */
 function takeReady(node: TestNode): Ready {
@@ -21,8 +21,8 @@ function commitsTold(messages: readonly Message[]): number[] {
 }
 
 /** Three voters, a leading; x proposed and acknowledged by b and c. Returns the Ready that commits x on a, unadvanced. */
-function commitX(announceAppliedCommit: boolean, beatFirst = false): { net: TestNetwork; a: TestNode; ready: Ready; xIndex: number } {
-  const net = TestNetwork.of(['a', 'b', 'c'], { announceAppliedCommit })
+function commitX(announceAppliedCommit: boolean, beatFirst = false, options: CoreOptions = {}): { net: TestNetwork; a: TestNode; ready: Ready; xIndex: number } {
+  const net = TestNetwork.of(['a', 'b', 'c'], { announceAppliedCommit, ...options })
   net.elect('a')
   const a = net.node('a')
   a.core.propose([bytes('x')])
@@ -80,6 +80,35 @@ describe('raft: a leader announces only what it applied (announceAppliedCommit)'
     expect(ready.committedEntries).to.have.length(2)
     expect(a.status.commitIndex).to.equal(last)
     expect(sent(ready.messages, 'heartbeat').every((m) => m.leaderCommit === last)).to.equal(true)
+  })
+
+  it('with reportsApplied, the followers are told once the driver says it applied the entry, not at advance', function () {
+    const { a, ready, xIndex } = commitX(true, false, { reportsApplied: true })
+    a.core.advance(ready)
+    // Handed out, not applied yet (the driver applies while its loop goes on): nothing more to tell.
+    expect(a.status.lastApplied).to.be.below(xIndex)
+    const meanwhile = a.core.ready()
+    if (meanwhile !== null) {
+      expect(commitsTold(meanwhile.messages).every((commit) => commit < xIndex)).to.equal(true)
+      a.persist(meanwhile)
+      a.core.advance(meanwhile)
+    }
+    a.core.appliedTo(xIndex)
+    expect(a.status.lastApplied).to.equal(xIndex)
+    const next = takeReady(a)
+    const told = sent(next.messages, 'appendEntries')
+    expect(told.map((m) => m.to).sort()).to.deep.equal(['b', 'c'])
+    expect(told.every((m) => m.leaderCommit === xIndex)).to.equal(true)
+    a.core.advance(next)
+  })
+
+  it('with reportsApplied, the driver cannot report applied what it was not handed out', function () {
+    const { a, ready, xIndex } = commitX(true, false, { reportsApplied: true })
+    expect(() => a.core.appliedTo(xIndex + 1)).to.throw(/beyond what was handed out/)
+    a.core.advance(ready)
+    expect(() => a.core.appliedTo(xIndex + 1)).to.throw(/beyond what was handed out/)
+    const { a: plain } = commitX(true)
+    expect(() => plain.core.appliedTo(1)).to.throw(/reportsApplied/)
   })
 
   it('followers still commit everything: a settled cluster agrees on the commit index', function () {

@@ -61,6 +61,15 @@ async function startAlone(dirs: TempDirs, dataDir: string, fatal: unknown[], byt
   return { storage, state, replica, cluster, stop }
 }
 
+/** Polls `condition` every few ms for up to 5 s; fails with `message` when it never holds. */
+async function until(condition: () => boolean, message: string): Promise<void> {
+  const deadline = Date.now() + 5_000
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(message)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
 async function policyNames(state: StateStore): Promise<string[]> {
   return (await listRecords(state.reader, policySpec)).map((policy) => policy.Name).sort()
 }
@@ -119,6 +128,56 @@ describe('replica: a server alone is a one-voter Raft group', function () {
     expect(behind).to.be.at.most(1 * MiB)
     expect(node.storage.firstIndex()).to.be.above(2)
     await node.stop()
+    expect(fatal).to.deep.equal([])
+  })
+  it('persists and commits what comes next while an apply runs, applies in order, and stops only once it is done', async function () {
+    const dataDir = await dirs.make('warden-alone-overlap-')
+    const fatal: unknown[] = []
+    const node = await startAlone(dirs, dataDir, fatal)
+    // Hold the state machine's next apply until released.
+    let release: (() => void) | undefined
+    let held = Number.MAX_SAFE_INTEGER
+    const apply = node.state.applyEntries.bind(node.state)
+    Object.assign(node.state, {
+      applyEntries: async (...args: Parameters<StateStore['applyEntries']>) => {
+        // Only an apply of the writes below (the node may still be applying its own first entries).
+        if (release === undefined && args[0].some((entry) => entry.index > held)) {
+          await new Promise<void>((resolve) => (release = resolve))
+        }
+        return apply(...args)
+      },
+    })
+    // Released also when an assertion fails, so that the cleanup's stop is not held by the apply.
+    dirs.defer(async () => release?.())
+    await until(() => node.state.lastApplied === node.storage.lastIndex(), 'the node never applied its first entries')
+    const before = node.storage.lastIndex()
+    held = before
+    const first = node.cluster.propose(policyCreate(1))
+    await until(() => release !== undefined, 'the first write was never handed out to apply')
+    const second = node.cluster.propose(policyCreate(2))
+    // The loop goes on while the first apply is held: the second entry is persisted and committed.
+    await until(() => node.storage.lastIndex() >= before + 2, 'the second write was not persisted while an apply ran')
+    await until(() => node.replica.status().commitIndex >= before + 2, 'the second write did not commit while an apply ran')
+    expect(node.state.lastApplied).to.equal(before)
+    release!()
+    const results = await Promise.all([first, second])
+    expect(results.map((result) => result.ok)).to.deep.equal([true, true])
+    expect(node.state.lastApplied).to.be.at.least(before + 2)
+    expect(await policyNames(node.state)).to.deep.equal(['policy-1', 'policy-2'])
+
+    // A stop waits for the apply under way: the state is not closed under it.
+    release = undefined
+    held = node.state.lastApplied
+    const third = node.cluster.propose(policyCreate(3)).catch((error: unknown) => error)
+    await until(() => release !== undefined, 'the third write was never handed out to apply')
+    let stopped = false
+    const stopping = node.stop().then(() => (stopped = true))
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(stopped, 'the replica stopped with an apply under way').to.equal(false)
+    release!()
+    await stopping
+    await third
+    expect(node.state.lastApplied).to.be.at.least(before + 3)
     expect(fatal).to.deep.equal([])
   })
 })
