@@ -57,6 +57,8 @@ export interface RaftReplicaOptions {
   snapshotBytesThreshold?: number
   /** Bytes of entries kept behind a snapshot for followers slightly behind, at most (TRAILING_BYTES_DEFAULT). */
   trailingBytesMax?: number
+  /** Committed entries handed out to apply and not applied yet before the Ready loop waits. Default APPLY_QUEUE_ENTRIES_MAX. */
+  applyQueueEntriesMax?: number
   /** How long a write or a read waits for a leader before failing with no_leader. */
   leaderWaitMs?: number
   /** How long a write waits for its entry to be applied before its outcome is unknown. */
@@ -120,6 +122,11 @@ export type RequestHandler = (from: string, request: Record<string, unknown>) =>
 
 /** Bound on proposals waiting for their entries to apply, and on reads waiting for this node to catch up. */
 export const WAITING_MAX = 16_384
+/**
+ * Committed entries handed out to apply and not applied yet, at most, before the Ready loop waits for the apply
+ * (four Readies of the core's largest hand-out): what a slow apply holds in memory stays bounded.
+ */
+export const APPLY_QUEUE_ENTRIES_MAX = 4 * 1024
 /** Bytes appended since the last snapshot after which a node snapshots, whatever the count of entries. */
 export const SNAPSHOT_BYTES_DEFAULT = 64 * 1024 * 1024
 /** Bytes of entries kept behind a snapshot at most, for followers slightly behind. */
@@ -153,8 +160,10 @@ export class RaftReplica {
   /** Set by every input; the loop runs again if an input arrived after it last asked the core for work. */
   private dirty = false
   private loopDone: Promise<void> = Promise.resolve()
-  /** The apply of the last committed entries handed out, while the loop goes on (handleReady step 3). */
+  /** The apply of the last committed entries handed out, after those before it, while the loop goes on (handleReady step 3). */
   private applying: Promise<void> | undefined
+  /** Entries handed out to apply and not applied yet. */
+  private applyQueued = 0
   private stopped = false
   private failed = false
   private leaderId: string | null = null
@@ -384,11 +393,15 @@ export class RaftReplica {
     // 2. Send. Loss is fine: Raft retries.
     for (let n = sentEarly; n < ready.messages.length; n++) this.send(ready.messages[n]!)
     // 3. Apply, in order, while the loop goes on: the next Ready's entries are persisted and sent while these are
-    // applied, as etcd's server applies in a goroutine of its own. One apply at a time: a Ready with committed entries
-    // first waits for the apply before it, which keeps them in order and bounds what waits to two Readies' entries.
-    if (ready.committedEntries.length > 0) {
-      await this.applyDone()
-      this.applying = this.applyCommitted(ready.committedEntries, this.role === 'leader')
+    // applied, as etcd's server applies in a goroutine of its own. Applies run one at a time, each after the one
+    // before; past applyQueueEntriesMax entries waiting, the loop waits for them to be applied first.
+    const committed = ready.committedEntries
+    if (committed.length > 0) {
+      if (this.applyQueued + committed.length > (this.options.applyQueueEntriesMax ?? APPLY_QUEUE_ENTRIES_MAX)) await this.applyDone()
+      const leading = this.role === 'leader'
+      const previous = this.applying ?? Promise.resolve()
+      this.applyQueued += committed.length
+      this.applying = previous.then(() => this.applyCommitted(committed, leading)).finally(() => (this.applyQueued -= committed.length))
     }
     // 4. Confirmed reads: each waits until this node applied its read index.
     for (const readState of ready.readStates) {

@@ -72,7 +72,7 @@ export async function createSingleNode(
   storage: LevelRaftStorage,
   state: StateStore,
   onFatal: (error: unknown) => void,
-  options: { snapshotThreshold?: number; snapshotBytesThreshold?: number; trailingBytesMax?: number; links?: PeerLinks } = {},
+  options: { snapshotThreshold?: number; snapshotBytesThreshold?: number; trailingBytesMax?: number; applyQueueEntriesMax?: number; links?: PeerLinks } = {},
 ): Promise<{ replica: RaftReplica; cluster: ClusterNode }> {
   if (storage.membershipRecord() === null) await storage.saveMembershipRecord({ voters: [name], voteFromIndex: 0 })
   const replica = new RaftReplica({
@@ -90,6 +90,7 @@ export async function createSingleNode(
     snapshotThreshold: options.snapshotThreshold ?? 8192,
     ...(options.snapshotBytesThreshold === undefined ? {} : { snapshotBytesThreshold: options.snapshotBytesThreshold }),
     ...(options.trailingBytesMax === undefined ? {} : { trailingBytesMax: options.trailingBytesMax }),
+    ...(options.applyQueueEntriesMax === undefined ? {} : { applyQueueEntriesMax: options.applyQueueEntriesMax }),
   })
   return { replica, cluster: new ClusterNode(replica, undefined) }
 }

@@ -38,7 +38,12 @@ interface Node {
  * Opens the data dir as the agent does (Raft storage, the state switch, the state) and starts a one-voter group on it
  * with test/support/state.ts createSingleNode, with a small snapshot threshold; resolves once it leads.
  */
-async function startAlone(dirs: TempDirs, dataDir: string, fatal: unknown[], bytes: { snapshotBytesThreshold?: number; trailingBytesMax?: number } = {}): Promise<Node> {
+async function startAlone(
+  dirs: TempDirs,
+  dataDir: string,
+  fatal: unknown[],
+  bytes: { snapshotBytesThreshold?: number; trailingBytesMax?: number; applyQueueEntriesMax?: number } = {},
+): Promise<Node> {
   const storage = await LevelRaftStorage.open(join(dataDir, 'raft'))
   let state: StateStore | undefined
   let replica: RaftReplica | undefined
@@ -59,6 +64,48 @@ async function startAlone(dirs: TempDirs, dataDir: string, fatal: unknown[], byt
   await replica.start()
   await cluster.readBarrier('consistent')
   return { storage, state, replica, cluster, stop }
+}
+
+/**
+ * Holds the first apply of an entry after the index given to `holdAfter` until `release`. Released also at cleanup,
+ * so that a failed assertion does not leave the cleanup's stop waiting on the apply.
+ */
+function holdApplies(dirs: TempDirs, node: Node): { holdAfter(index: number): void; holding(): boolean; release(): void } {
+  let after = Number.MAX_SAFE_INTEGER
+  let release: (() => void) | undefined
+  const apply = node.state.applyEntries.bind(node.state)
+  Object.assign(node.state, {
+    applyEntries: async (...args: Parameters<StateStore['applyEntries']>) => {
+      if (release === undefined && args[0].some((entry) => entry.index > after)) await new Promise<void>((resolve) => (release = resolve))
+      return apply(...args)
+    },
+  })
+  dirs.defer(async () => release?.())
+  return {
+    holdAfter(index) {
+      after = index
+      release = undefined
+    },
+    holding: () => release !== undefined,
+    release() {
+      after = Number.MAX_SAFE_INTEGER
+      release?.()
+    },
+  }
+}
+
+/** Waits until the node has applied all it holds and has written nothing new for 300 ms (its own first entries). */
+async function settled(node: Node): Promise<void> {
+  let last = -1
+  let since = Date.now()
+  await until(() => {
+    const index = node.storage.lastIndex()
+    if (index !== last || node.state.lastApplied !== index) {
+      last = index
+      since = Date.now()
+    }
+    return Date.now() - since >= 300
+  }, 'the node never settled after its start')
 }
 
 /** Polls `condition` every few ms for up to 5 s; fails with `message` when it never holds. */
@@ -134,50 +181,63 @@ describe('replica: a server alone is a one-voter Raft group', function () {
     const dataDir = await dirs.make('warden-alone-overlap-')
     const fatal: unknown[] = []
     const node = await startAlone(dirs, dataDir, fatal)
-    // Hold the state machine's next apply until released.
-    let release: (() => void) | undefined
-    let held = Number.MAX_SAFE_INTEGER
-    const apply = node.state.applyEntries.bind(node.state)
-    Object.assign(node.state, {
-      applyEntries: async (...args: Parameters<StateStore['applyEntries']>) => {
-        // Only an apply of the writes below (the node may still be applying its own first entries).
-        if (release === undefined && args[0].some((entry) => entry.index > held)) {
-          await new Promise<void>((resolve) => (release = resolve))
-        }
-        return apply(...args)
-      },
-    })
-    // Released also when an assertion fails, so that the cleanup's stop is not held by the apply.
-    dirs.defer(async () => release?.())
-    await until(() => node.state.lastApplied === node.storage.lastIndex(), 'the node never applied its first entries')
+    const gate = holdApplies(dirs, node)
+    await settled(node)
     const before = node.storage.lastIndex()
-    held = before
+    gate.holdAfter(before)
     const first = node.cluster.propose(policyCreate(1))
-    await until(() => release !== undefined, 'the first write was never handed out to apply')
+    await until(() => gate.holding(), 'the first write was never handed out to apply')
     const second = node.cluster.propose(policyCreate(2))
     // The loop goes on while the first apply is held: the second entry is persisted and committed.
     await until(() => node.storage.lastIndex() >= before + 2, 'the second write was not persisted while an apply ran')
     await until(() => node.replica.status().commitIndex >= before + 2, 'the second write did not commit while an apply ran')
     expect(node.state.lastApplied).to.equal(before)
-    release!()
+    gate.release()
     const results = await Promise.all([first, second])
     expect(results.map((result) => result.ok)).to.deep.equal([true, true])
     expect(node.state.lastApplied).to.be.at.least(before + 2)
     expect(await policyNames(node.state)).to.deep.equal(['policy-1', 'policy-2'])
 
     // A stop waits for the apply under way: the state is not closed under it.
-    release = undefined
-    held = node.state.lastApplied
+    gate.holdAfter(node.state.lastApplied)
     const third = node.cluster.propose(policyCreate(3)).catch((error: unknown) => error)
-    await until(() => release !== undefined, 'the third write was never handed out to apply')
+    await until(() => gate.holding(), 'the third write was never handed out to apply')
     let stopped = false
     const stopping = node.stop().then(() => (stopped = true))
     await new Promise((resolve) => setTimeout(resolve, 50))
     expect(stopped, 'the replica stopped with an apply under way').to.equal(false)
-    release!()
+    gate.release()
     await stopping
     await third
     expect(node.state.lastApplied).to.be.at.least(before + 3)
+    expect(fatal).to.deep.equal([])
+  })
+
+  it('waits for the apply once applyQueueEntriesMax entries wait for it: a slow apply holds no more than that', async function () {
+    const dataDir = await dirs.make('warden-alone-bound-')
+    const fatal: unknown[] = []
+    const node = await startAlone(dirs, dataDir, fatal, { applyQueueEntriesMax: 2 })
+    const gate = holdApplies(dirs, node)
+    await settled(node)
+    const before = node.storage.lastIndex()
+    gate.holdAfter(before)
+    // One write at a time: 1 is held in its apply and 2 waits behind it (two entries waiting). Handing out 3 would make
+    // three, so the loop waits there: neither 4 nor 5 commits (4 may have been persisted by the Ready that waits).
+    const writes = [node.cluster.propose(policyCreate(1))]
+    await until(() => gate.holding(), 'the first write was never handed out to apply')
+    for (const n of [2, 3]) {
+      writes.push(node.cluster.propose(policyCreate(n)))
+      await until(() => node.replica.status().commitIndex >= before + n, `write ${n} did not commit while the apply was held`)
+    }
+    writes.push(node.cluster.propose(policyCreate(4)), node.cluster.propose(policyCreate(5)))
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(node.replica.status().commitIndex, 'the loop went on past the bound').to.equal(before + 3)
+    expect(node.storage.lastIndex(), 'the loop went on past the bound').to.be.below(before + 5)
+    gate.release()
+    const results = await Promise.all(writes)
+    expect(results.map((result) => result.ok)).to.deep.equal([true, true, true, true, true])
+    expect(await policyNames(node.state)).to.deep.equal(['policy-1', 'policy-2', 'policy-3', 'policy-4', 'policy-5'])
+    await node.stop()
     expect(fatal).to.deep.equal([])
   })
 })
