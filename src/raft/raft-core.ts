@@ -540,7 +540,10 @@ export class RaftCore {
     )
   }
 
-  /** The driver did everything `ready` asked (persisted, sent, applied). */
+  /**
+   * The driver did everything `ready` asked: persisted, sent, and applied its committed entries, or with
+   * reportsApplied handed them to its apply (it reports them applied with `appliedTo`).
+   */
   advance(ready: Ready): void {
     assert(ready === this.readyInProgress, 'advance() must be given the Ready from the last ready()')
     this.readyInProgress = null
@@ -578,8 +581,11 @@ export class RaftCore {
     const { commitIndex, appliedIndex } = this.log
     if (!this.settings.announceAppliedCommit || this.announceAll) return commitIndex
     // A leader further behind than one Ready's worth of entries (a new leader applying a backlog, a slow apply) does
-    // not hold its followers back: they apply those entries themselves.
-    if (commitIndex - appliedIndex > this.settings.maxCommittedEntriesPerReady) return commitIndex
+    // not hold its followers back: they apply those entries themselves. A driver that applies beside its loop
+    // (reportsApplied) holds entries handed out and not yet applied as a matter of course: there the backlog is what
+    // it has not been handed yet.
+    const behind = commitIndex - (this.settings.reportsApplied ? this.log.applyingIndex : appliedIndex)
+    if (behind > this.settings.maxCommittedEntriesPerReady) return commitIndex
     return Math.min(commitIndex, appliedIndex)
   }
 

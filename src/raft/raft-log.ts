@@ -31,7 +31,10 @@ export class RaftLog {
   commitIndex: number
   /** The highest index handed out in a Ready's committedEntries. */
   applyingIndex: number
-  /** The highest index the state machine has applied (Figure 2, lastApplied), as confirmed through advance(). */
+  /**
+   * The highest index the state machine has applied (Figure 2, lastApplied), as confirmed through advance(), or with
+   * RaftConfig.reportsApplied through RaftCore.appliedTo.
+   */
   appliedIndex: number
   /**
    * Every configuration from the snapshot (or the bootstrap configuration at index 0) on, in index order. A server

@@ -164,6 +164,7 @@ export class RaftReplica {
   private applying: Promise<void> | undefined
   /** Entries handed out to apply and not applied yet. */
   private applyQueued = 0
+  private readonly applyQueueEntriesMax: number
   private stopped = false
   private failed = false
   private leaderId: string | null = null
@@ -200,6 +201,8 @@ export class RaftReplica {
     this.leaderWaitMs = options.leaderWaitMs ?? 7_000
     this.applyWaitMs = options.applyWaitMs ?? 10_000
     this.shipWrites = options.shipWrites ?? true
+    this.applyQueueEntriesMax = options.applyQueueEntriesMax ?? APPLY_QUEUE_ENTRIES_MAX
+    assert(Number.isInteger(this.applyQueueEntriesMax) && this.applyQueueEntriesMax >= 1, `applyQueueEntriesMax must be a positive integer, not ${this.applyQueueEntriesMax}`)
     this.writes = new EntryWaiters(options.environment, WAITING_MAX)
     this.applied = new AppliedWaiters(options.environment, WAITING_MAX)
     const environment = options.environment
@@ -396,8 +399,10 @@ export class RaftReplica {
     // applied, as etcd's server applies in a goroutine of its own. Applies run one at a time, each after the one
     // before; past applyQueueEntriesMax entries waiting, the loop waits for them to be applied first.
     const committed = ready.committedEntries
-    if (committed.length > 0) {
-      if (this.applyQueued + committed.length > (this.options.applyQueueEntriesMax ?? APPLY_QUEUE_ENTRIES_MAX)) await this.applyDone()
+    if (committed.length > 0 && !this.failed) {
+      // Entries also stay in the log's in-memory mirror until a snapshot, which waits for the queued applies
+      // (maybeSnapshot), and a snapshot is due after SNAPSHOT_BYTES_DEFAULT appended bytes: that bounds their bytes.
+      if (this.applyQueued + committed.length > this.applyQueueEntriesMax) await this.applyDone()
       const leading = this.role === 'leader'
       const previous = this.applying ?? Promise.resolve()
       this.applyQueued += committed.length
@@ -417,20 +422,23 @@ export class RaftReplica {
    * Ready, not per entry) and tells the core they are applied: only then may a leader announce them as committed
    * (announceAppliedCommit), with the writes this apply produced. Never rejects: a failure stops the replica.
    */
-  private applyCommitted(entries: readonly Entry[], leading: boolean): Promise<void> {
-    const timings = this.options.timings
-    const startedAt = timings === undefined ? 0 : this.environment.now()
-    return this.state.applyEntries(entries, (entry, command, result) => this.afterApply(entry, command, result), this.applyOptions(leading)).then(
-      () => {
-        if (leading) this.outbox.seal()
-        this.inbox.dropThrough(this.state.lastApplied)
-        this.applied.release(this.state.lastApplied)
-        if (timings !== undefined) timings.apply.observe((this.environment.now() - startedAt) / 1000)
-        this.core.appliedTo(entries[entries.length - 1]!.index)
-        this.kick()
-      },
-      (error: unknown) => this.fail(error),
-    )
+  private async applyCommitted(entries: readonly Entry[], leading: boolean): Promise<void> {
+    // After a failure nothing more is applied: the entries queued behind the one that failed stay unapplied, as they
+    // did when the loop itself stopped at the failed apply.
+    if (this.failed) return
+    try {
+      const timings = this.options.timings
+      const startedAt = timings === undefined ? 0 : this.environment.now()
+      await this.state.applyEntries(entries, (entry, command, result) => this.afterApply(entry, command, result), this.applyOptions(leading))
+      if (leading) this.outbox.seal()
+      this.inbox.dropThrough(this.state.lastApplied)
+      this.applied.release(this.state.lastApplied)
+      if (timings !== undefined) timings.apply.observe((this.environment.now() - startedAt) / 1000)
+      this.core.appliedTo(entries[entries.length - 1]!.index)
+      this.kick()
+    } catch (error) {
+      this.fail(error)
+    }
   }
 
   /** Resolves once no apply is running: before what needs the state to itself (a snapshot, an install, a stop). */

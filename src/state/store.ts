@@ -255,7 +255,8 @@ export class StateStore {
   /**
    * Replaces the whole state with a staged one (a snapshot received from the leader): `switchDirectories` moves the
    * staged database into place while this store has it closed, then the store reopens, reloads its indexes and wakes
-   * every watcher and cache. Called from the apply loop only, so no apply runs meanwhile.
+   * every watcher and cache. Called by the Raft driver only once its queued applies are done (RaftReplica install),
+   * so no apply runs meanwhile.
    */
   async replace(switchDirectories: (files: StateFiles) => Promise<void>): Promise<void> {
     // Counted before the database closes under the reads in flight, so that each of them can tell (generation).

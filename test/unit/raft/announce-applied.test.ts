@@ -111,6 +111,39 @@ describe('raft: a leader announces only what it applied (announceAppliedCommit)'
     expect(() => plain.core.appliedTo(1)).to.throw(/reportsApplied/)
   })
 
+  it('with reportsApplied, entries handed out and not yet applied do not count as a backlog that tells all', function () {
+    const net = TestNetwork.of(['a', 'b', 'c'], { announceAppliedCommit: true, reportsApplied: true, maxCommittedEntriesPerReady: 2 })
+    net.elect('a')
+    const a = net.node('a')
+    const appliedBefore = a.status.lastApplied
+    a.core.propose(['p', 'q', 'r'].map(bytes))
+    const first = takeReady(a)
+    a.core.advance(first)
+    for (const message of first.messages) net.deliver(message)
+    for (const id of ['b', 'c']) for (const message of net.node(id).drain()) net.deliver(message)
+    const last = first.entries.at(-1)!.index
+    // Every committed entry is handed out (two Readies at two each), none applied: more than maxCommittedEntriesPerReady
+    // behind what was applied, nothing behind what was handed out.
+    // (When the commit came, nothing of it was handed out: that Ready's messages tell all of it, a backlog.)
+    let handed = 0
+    for (let ready = a.core.ready(); ready !== null; ready = a.core.ready()) {
+      a.persist(ready)
+      handed += ready.committedEntries.length
+      a.core.advance(ready)
+    }
+    expect(handed).to.equal(3)
+    expect(a.status.commitIndex).to.equal(last)
+    // The scenario: more than maxCommittedEntriesPerReady (2) committed and not applied.
+    expect(last - a.status.lastApplied).to.be.above(2)
+    expect(a.status.lastApplied).to.equal(appliedBefore)
+    a.tick(BEAT_TICKS)
+    const beat = takeReady(a)
+    const told = commitsTold(beat.messages)
+    expect(told.length).to.be.above(0)
+    expect(told.every((commit) => commit <= appliedBefore), `told ${JSON.stringify(told)}, applied ${appliedBefore}, last ${last}`).to.equal(true)
+    a.core.advance(beat)
+  })
+
   it('followers still commit everything: a settled cluster agrees on the commit index', function () {
     const net = TestNetwork.of(['a', 'b', 'c'], { announceAppliedCommit: true })
     net.elect('a')

@@ -80,18 +80,26 @@ function holdApplies(dirs: TempDirs, node: Node): { holdAfter(index: number): vo
       return apply(...args)
     },
   })
-  dirs.defer(async () => release?.())
-  return {
-    holdAfter(index) {
+  const gate = {
+    holdAfter(index: number): void {
       after = index
       release = undefined
     },
-    holding: () => release !== undefined,
-    release() {
+    holding: (): boolean => release !== undefined,
+    release(): void {
       after = Number.MAX_SAFE_INTEGER
       release?.()
     },
   }
+  // Also an apply not reached yet when an assertion failed: the cleanup's stop waits for the queued applies.
+  dirs.defer(async () => gate.release())
+  return gate
+}
+
+/** `promise`, with its rejection observed: a test that fails before awaiting it leaves no unhandled rejection. */
+function observed<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined)
+  return promise
 }
 
 /** Waits until the node has applied all it holds and has written nothing new for 300 ms (its own first entries). */
@@ -185,9 +193,9 @@ describe('replica: a server alone is a one-voter Raft group', function () {
     await settled(node)
     const before = node.storage.lastIndex()
     gate.holdAfter(before)
-    const first = node.cluster.propose(policyCreate(1))
+    const first = observed(node.cluster.propose(policyCreate(1)))
     await until(() => gate.holding(), 'the first write was never handed out to apply')
-    const second = node.cluster.propose(policyCreate(2))
+    const second = observed(node.cluster.propose(policyCreate(2)))
     // The loop goes on while the first apply is held: the second entry is persisted and committed.
     await until(() => node.storage.lastIndex() >= before + 2, 'the second write was not persisted while an apply ran')
     await until(() => node.replica.status().commitIndex >= before + 2, 'the second write did not commit while an apply ran')
@@ -223,13 +231,13 @@ describe('replica: a server alone is a one-voter Raft group', function () {
     gate.holdAfter(before)
     // One write at a time: 1 is held in its apply and 2 waits behind it (two entries waiting). Handing out 3 would make
     // three, so the loop waits there: neither 4 nor 5 commits (4 may have been persisted by the Ready that waits).
-    const writes = [node.cluster.propose(policyCreate(1))]
+    const writes = [observed(node.cluster.propose(policyCreate(1)))]
     await until(() => gate.holding(), 'the first write was never handed out to apply')
     for (const n of [2, 3]) {
-      writes.push(node.cluster.propose(policyCreate(n)))
+      writes.push(observed(node.cluster.propose(policyCreate(n))))
       await until(() => node.replica.status().commitIndex >= before + n, `write ${n} did not commit while the apply was held`)
     }
-    writes.push(node.cluster.propose(policyCreate(4)), node.cluster.propose(policyCreate(5)))
+    writes.push(observed(node.cluster.propose(policyCreate(4))), observed(node.cluster.propose(policyCreate(5))))
     await new Promise((resolve) => setTimeout(resolve, 100))
     expect(node.replica.status().commitIndex, 'the loop went on past the bound').to.equal(before + 3)
     expect(node.storage.lastIndex(), 'the loop went on past the bound').to.be.below(before + 5)
