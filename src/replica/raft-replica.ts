@@ -316,7 +316,8 @@ export class RaftReplica {
   private async maybeSnapshot(): Promise<void> {
     const last = this.storage.snapshot()?.index ?? 0
     const bytesThreshold = this.options.snapshotBytesThreshold ?? SNAPSHOT_BYTES_DEFAULT
-    if (this.state.lastApplied - last < this.options.snapshotThreshold && (this.appendedBytes < bytesThreshold || this.state.lastApplied === last)) return
+    const appliedSoFar = this.state.lastApplied
+    if (appliedSoFar - last < this.options.snapshotThreshold && (this.appendedBytes < bytesThreshold || appliedSoFar === last)) return
     // The snapshot is the state at its index: no apply may move the state on while it is recorded.
     await this.applyDone()
     const applied = this.state.lastApplied

@@ -16,6 +16,25 @@ function takeReady(node: TestNode): Ready {
   return ready
 }
 
+/** Proposes `items` on `a`, persists and sends them, and delivers b's and c's answers: they commit. Their last index. */
+function proposeAcknowledged(net: TestNetwork, a: TestNode, items: string[]): number {
+  a.core.propose(items.map(bytes))
+  const first = takeReady(a)
+  a.core.advance(first)
+  for (const message of first.messages) net.deliver(message)
+  for (const id of ['b', 'c']) for (const message of net.node(id).drain()) net.deliver(message)
+  return first.entries.at(-1)!.index
+}
+
+/** Takes `a`'s next Ready and checks that it tells both followers `index` committed, in AppendEntries. */
+function expectBothTold(a: TestNode, index: number): void {
+  const next = takeReady(a)
+  const told = sent(next.messages, 'appendEntries')
+  expect(told.map((m) => m.to).sort()).to.deep.equal(['b', 'c'])
+  expect(told.every((m) => m.leaderCommit === index)).to.equal(true)
+  a.core.advance(next)
+}
+
 function commitsTold(messages: readonly Message[]): number[] {
   return [...sent(messages, 'appendEntries').map((m) => m.leaderCommit), ...sent(messages, 'heartbeat').map((m) => m.leaderCommit)]
 }
@@ -25,12 +44,7 @@ function commitX(announceAppliedCommit: boolean, beatFirst = false, options: Cor
   const net = TestNetwork.of(['a', 'b', 'c'], { announceAppliedCommit, ...options })
   net.elect('a')
   const a = net.node('a')
-  a.core.propose([bytes('x')])
-  const first = takeReady(a)
-  const xIndex = first.entries[0]!.index
-  a.core.advance(first)
-  for (const message of first.messages) net.deliver(message)
-  for (const id of ['b', 'c']) for (const message of net.node(id).drain()) net.deliver(message)
+  const xIndex = proposeAcknowledged(net, a, ['x'])
   // A heartbeat round falls due in the same Ready that commits x.
   if (beatFirst) a.tick(BEAT_TICKS)
   const ready = takeReady(a)
@@ -48,11 +62,7 @@ describe('raft: a leader announces only what it applied (announceAppliedCommit)'
     const { a, ready, xIndex } = commitX(true)
     expect(commitsTold(ready.messages).every((commit) => commit < xIndex)).to.equal(true)
     a.core.advance(ready)
-    const next = takeReady(a)
-    const told = sent(next.messages, 'appendEntries')
-    expect(told.map((m) => m.to).sort()).to.deep.equal(['b', 'c'])
-    expect(told.every((m) => m.leaderCommit === xIndex)).to.equal(true)
-    a.core.advance(next)
+    expectBothTold(a, xIndex)
   })
 
   it('heartbeats tell no more than the leader applied', function () {
@@ -69,14 +79,9 @@ describe('raft: a leader announces only what it applied (announceAppliedCommit)'
     const net = TestNetwork.of(['a', 'b', 'c'], { announceAppliedCommit: true, maxCommittedEntriesPerReady: 2 })
     net.elect('a')
     const a = net.node('a')
-    a.core.propose(['p', 'q', 'r', 's', 't'].map(bytes))
-    const first = takeReady(a)
-    a.core.advance(first)
-    for (const message of first.messages) net.deliver(message)
-    for (const id of ['b', 'c']) for (const message of net.node(id).drain()) net.deliver(message)
+    const last = proposeAcknowledged(net, a, ['p', 'q', 'r', 's', 't'])
     a.tick(BEAT_TICKS)
     const ready = takeReady(a)
-    const last = first.entries.at(-1)!.index
     expect(ready.committedEntries).to.have.length(2)
     expect(a.status.commitIndex).to.equal(last)
     expect(sent(ready.messages, 'heartbeat').every((m) => m.leaderCommit === last)).to.equal(true)
@@ -95,11 +100,7 @@ describe('raft: a leader announces only what it applied (announceAppliedCommit)'
     }
     a.core.appliedTo(xIndex)
     expect(a.status.lastApplied).to.equal(xIndex)
-    const next = takeReady(a)
-    const told = sent(next.messages, 'appendEntries')
-    expect(told.map((m) => m.to).sort()).to.deep.equal(['b', 'c'])
-    expect(told.every((m) => m.leaderCommit === xIndex)).to.equal(true)
-    a.core.advance(next)
+    expectBothTold(a, xIndex)
   })
 
   it('with reportsApplied, the driver cannot report applied what it was not handed out', function () {
@@ -116,15 +117,10 @@ describe('raft: a leader announces only what it applied (announceAppliedCommit)'
     net.elect('a')
     const a = net.node('a')
     const appliedBefore = a.status.lastApplied
-    a.core.propose(['p', 'q', 'r'].map(bytes))
-    const first = takeReady(a)
-    a.core.advance(first)
-    for (const message of first.messages) net.deliver(message)
-    for (const id of ['b', 'c']) for (const message of net.node(id).drain()) net.deliver(message)
-    const last = first.entries.at(-1)!.index
-    // Every committed entry is handed out (two Readies at two each), none applied: more than maxCommittedEntriesPerReady
-    // behind what was applied, nothing behind what was handed out.
-    // (When the commit came, nothing of it was handed out: that Ready's messages tell all of it, a backlog.)
+    const last = proposeAcknowledged(net, a, ['p', 'q', 'r'])
+    // Every committed entry is handed out, none applied: more than maxCommittedEntriesPerReady behind what was
+    // applied, nothing behind what was handed out. (When the commit came, nothing of it was handed out: the messages
+    // of that moment tell all of it, a backlog.)
     let handed = 0
     for (let ready = a.core.ready(); ready !== null; ready = a.core.ready()) {
       a.persist(ready)
