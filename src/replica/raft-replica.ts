@@ -499,13 +499,25 @@ export class RaftReplica {
     this.core.reportUnreachable(message.to)
   }
 
-  /** A leader's AppendEntries with the writes of the entries it lets the follower apply (shipped-writes.ts). */
+  /**
+   * A leader's AppendEntries or heartbeat with the writes of the entries it lets the follower apply
+   * (shipped-writes.ts). Both tell a follower the commit index, and a heartbeat often leaves first: one for a
+   * ReadIndex goes ahead of the AppendEntries in the same Ready, so writes left to the AppendEntries would come after
+   * the commit index that lets the follower apply their entries, and the follower would run those commands itself.
+   */
   private withShippedWrites(message: Message): Message | (Message & { shipped: Uint8Array[] }) {
-    if (!this.shipWrites || message.type !== 'appendEntries' || this.role !== 'leader') return message
-    // The follower may apply up to the commit index sent, and no further than the entries it holds after this one;
-    // batches that reach past that go whole (their entries are committed, and the follower keeps them for later).
-    const through = Math.min(message.leaderCommit, message.prevLogIndex + message.entries.length)
-    const shipped = this.outbox.attach(message.to, message.prevLogIndex, through)
+    if (!this.shipWrites || this.role !== 'leader') return message
+    let shipped: Uint8Array[] | undefined
+    if (message.type === 'appendEntries') {
+      // The follower may apply up to the commit index sent, and no further than the entries it holds after this one;
+      // batches that reach past that go whole (their entries are committed, and the follower keeps them for later).
+      const through = Math.min(message.leaderCommit, message.prevLogIndex + message.entries.length)
+      shipped = this.outbox.attach(message.to, message.prevLogIndex, through)
+    } else if (message.type === 'heartbeat') {
+      // A heartbeat's commit index is never more than the follower holds; it sends no entries again, so nothing
+      // already sent goes again.
+      shipped = this.outbox.attach(message.to, Number.POSITIVE_INFINITY, message.leaderCommit)
+    }
     return shipped === undefined ? message : { ...message, shipped }
   }
 
@@ -546,7 +558,9 @@ export class RaftReplica {
     if (typeof raft !== 'object' || raft === null || raft.from !== from) return
     if (raft.from === this.leaderId) this.lastLeaderContactAt = this.environment.now()
     const shipped = (raft as { shipped?: unknown }).shipped
-    if (shipped !== undefined && this.shipWrites && raft.type === 'appendEntries') this.inbox.receive(shipped, this.state.lastApplied)
+    if (shipped !== undefined && this.shipWrites && (raft.type === 'appendEntries' || raft.type === 'heartbeat')) {
+      this.inbox.receive(shipped, this.state.lastApplied)
+    }
     this.core.step(raft)
     this.kick()
   }

@@ -11,8 +11,9 @@
  * entry at a committed index, so writes for (index, term) from any leader are the writes for that entry.
  *
  * So that the writes reach a follower no later than the commit index that lets it apply them, the leader announces
- * only what it has applied (RaftConfig.announceAppliedCommit) and the writes ride on the AppendEntries that carry
- * that commit index.
+ * only what it has applied (RaftConfig.announceAppliedCommit) and the writes ride on the first message that carries
+ * that commit index, an AppendEntries or a heartbeat (a follower of an older build reads them on AppendEntries only,
+ * and runs the commands a heartbeat lets it apply).
  */
 import { decode, encode } from '../state/codec.js'
 import type { Shipped, ShippedWrites } from '../state/store.js'

@@ -5,8 +5,9 @@
  * transcript is byte-identical from one run to the next, and compares it with the file; `REWRITE=1 npx mocha ...`
  * writes the transcripts back instead (review the diff). The scripts walk through the edge cases of issue 16: a join
  * interrupted and restarted, a wiped voter rebuilt, a snapshot refused at the end of its stream, a membership change
- * overwritten by a new leader; and of issue 22: a leader that sends before its own write, and a former leader whose
- * own write commits under its successor (it runs the command instead of taking the shipped writes).
+ * overwritten by a new leader; and of issue 22: a leader that sends before its own write, a former leader whose
+ * own write commits under its successor (it runs the command instead of taking the shipped writes), and the shipped
+ * writes riding on every message that tells a follower a commit index.
  */
 import { expect } from 'chai'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'

@@ -13,7 +13,8 @@
  *
  * Commands (durations as 500ms or 2s; servers named n1, n2, ...):
  *   world [seed=N] [election=D] [heartbeat=D] [snapshot-threshold=N] [delay=D-D] [disk=D] [leader-wait=D]
- *         [apply-wait=D] [logs=info|warn|silent]    the world's settings; before any other command
+ *         [apply-wait=D] [logs=info|warn|silent] [links=ordered|unordered]    the world's settings; before any other
+ *         command (ordered links: messages on a link arrive in the order sent, each still delayed by up to D)
  *   start NAME [--peer A,B] [--join [A,B]] [--election D] [--snapshot-threshold N] [&]    first start, with these
  *        flags (remembered for restart; the last two override the world's settings for this server); with &, the
  *        start is only scheduled, so that servers started in a row start at the same moment
@@ -37,6 +38,8 @@
  *        its membership record: `?` while unknown)
  *   log NAME | disk NAME | state NAME    its Raft log (index/term type); the databases in its data dir; its applied
  *        index and config entries
+ *   shipped NAME    how many commands NAME applied, since it started, from the writes a leader shipped and by running
+ *        them (not as leader)
  */
 import { pino, type Logger } from 'pino'
 import { WardenError } from '../../../src/lib/errors.js'
@@ -147,6 +150,7 @@ interface ScriptOptions {
   leaderWaitMs: number | undefined
   applyWaitMs: number | undefined
   logLevel: 'info' | 'warn' | 'silent'
+  orderedLinks: boolean
 }
 
 const DEFAULTS: ScriptOptions = {
@@ -160,6 +164,7 @@ const DEFAULTS: ScriptOptions = {
   leaderWaitMs: undefined,
   applyWaitMs: undefined,
   logLevel: 'info',
+  orderedLinks: false,
 }
 
 const KIND = 'service-defaults'
@@ -293,7 +298,7 @@ export class ScriptRunner {
       if (this.world !== undefined) throw new Error('world must come before every other command')
       this.configure(args)
       this.ensureWorld()
-      return [`seed ${this.options.seed}, election ${this.options.electionTimeoutMs}ms, heartbeat ${this.options.heartbeatIntervalMs}ms, snapshot threshold ${this.options.snapshotThreshold}`]
+      return [`seed ${this.options.seed}, election ${this.options.electionTimeoutMs}ms, heartbeat ${this.options.heartbeatIntervalMs}ms, snapshot threshold ${this.options.snapshotThreshold}${this.options.orderedLinks ? ', ordered links' : ''}`]
     }
     this.ensureWorld()
     const result = await this.dispatch(command ?? '', args)
@@ -343,6 +348,10 @@ export class ScriptRunner {
         case 'apply-wait':
           this.options.applyWaitMs = parseDuration(value)
           break
+        case 'links':
+          if (value !== 'ordered' && value !== 'unordered') throw new Error(`links=${value}: say ordered or unordered`)
+          this.options.orderedLinks = value === 'ordered'
+          break
         case 'logs':
           if (value !== 'info' && value !== 'warn' && value !== 'silent') throw new Error(`logs=${value}: say info, warn or silent`)
           this.options.logLevel = value
@@ -356,7 +365,7 @@ export class ScriptRunner {
   private ensureWorld(): void {
     if (this.world !== undefined) return
     this.world = new World(new SeededRng(this.options.seed))
-    this.network = new SimNetwork(this.world, { delayMinMs: this.options.delayMinMs, delayMaxMs: this.options.delayMaxMs, lossProbability: 0, duplicateProbability: 0 })
+    this.network = new SimNetwork(this.world, { delayMinMs: this.options.delayMinMs, delayMaxMs: this.options.delayMaxMs, lossProbability: 0, duplicateProbability: 0, ordered: this.options.orderedLinks })
   }
 
   private get w(): World {
@@ -502,6 +511,10 @@ export class ScriptRunner {
       case 'disk': {
         const server = this.server(args[0])
         return [`${server.name}: ${server.disk.names().join(' ') || '(empty)'}`]
+      }
+      case 'shipped': {
+        const { counts } = this.running(args[0]).replica!
+        return [`${args[0]}: applied ${counts.appliedShipped} commands from shipped writes, ran ${counts.appliedUnshipped}`]
       }
       case 'state': {
         const server = this.running(args[0])

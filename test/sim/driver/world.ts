@@ -278,6 +278,11 @@ export interface NetworkFaults {
   delayMaxMs: number
   lossProbability: number
   duplicateProbability: number
+  /**
+   * Messages on a link arrive in the order they were sent, as on the peers' TCP streams; by default each takes its
+   * own delay, so they overtake one another (a harsher world for safety).
+   */
+  ordered?: boolean
 }
 
 const packr = new Packr({ useRecords: false })
@@ -291,6 +296,8 @@ export class SimNetwork {
   /** Directed links that are cut, as "from>to". */
   readonly cut = new Set<string>()
   private readonly endpoints = new Map<string, SimLinks>()
+  /** With ordered links: when the last message sent on each directed link arrives. */
+  private readonly lastArrival = new Map<string, number>()
 
   constructor(
     private readonly world: World,
@@ -315,7 +322,12 @@ export class SimNetwork {
       if (!reliable && this.world.rng.chance(this.faults.lossProbability)) continue
       const target = this.endpoints.get(to)
       if (target === undefined || !target.process.up) continue
-      const delay = this.faults.delayMinMs + this.world.rng.nextInt(this.faults.delayMaxMs - this.faults.delayMinMs + 1)
+      let delay = this.faults.delayMinMs + this.world.rng.nextInt(this.faults.delayMaxMs - this.faults.delayMinMs + 1)
+      if (this.faults.ordered === true) {
+        const link = `${from}>${to}`
+        delay = Math.max(delay, (this.lastArrival.get(link) ?? 0) - this.world.now)
+        this.lastArrival.set(link, this.world.now + delay)
+      }
       this.world.schedule(delay, () => {
         if (!this.isCut(from, to)) deliver(target)
       }, target.process)
