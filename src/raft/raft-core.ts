@@ -664,14 +664,18 @@ export class RaftCore {
   /**
    * Metadata for a snapshot of the state machine at `index`, a committed index (the state machine may have applied
    * it before this Ready is advanced): the term there and the configuration in force there (Thesis §5.1). Null while
-   * a snapshot received from the leader waits to be installed: it replaces the state machine and the log anyway.
+   * a snapshot received from the leader waits to be installed: it replaces the state machine and the log anyway. Null
+   * too below a snapshot saved since, whose configuration history no longer reaches `index` (a snapshot send reading
+   * an older state, say): null rather than another index's configuration.
    */
   snapshotMetadata(index: number): SnapshotMetadata | null {
     assert(index <= this.log.commitIndex, `snapshot at ${index} is beyond the commit index ${this.log.commitIndex}`)
     if (this.log.unstable.snapshot !== null) return null
+    const configuration = this.log.configurationAt(index)
+    if (configuration === undefined) return null
     const term = this.log.term(index)
     assert(term !== undefined, `no term known for applied index ${index}`)
-    return { index, term, configuration: this.log.configurationAt(index) }
+    return { index, term, configuration }
   }
 
   // ---------------------------------------------------------------------------------------------------------------

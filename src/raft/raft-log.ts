@@ -246,9 +246,13 @@ export class RaftLog {
     return this.latestConfigurationRecord().index
   }
 
-  /** The configuration in force at `index`: the latest one set at or before it. */
-  configurationAt(index: number): Configuration {
+  /**
+   * The configuration in force at `index`: the latest one set at or before it. Undefined below the first one this log
+   * still remembers (a snapshot made the ones before it unreachable: pruneConfigurations), where it is no longer known.
+   */
+  configurationAt(index: number): Configuration | undefined {
     let found = this.configurations[0]!
+    if (index < found.index) return undefined
     for (const record of this.configurations) {
       if (record.index > index) break
       found = record

@@ -98,7 +98,9 @@ export class SnapshotTransfer {
     try {
       hold.index = Math.min(hold.index, reader.appliedIndex)
       const snapshot = this.host.snapshotMetadata(reader.appliedIndex)
-      if (snapshot === null) throw new Error('no snapshot can be sent while one is being installed')
+      // Null while a snapshot from a leader waits to be installed, or when a snapshot of this node's own, taken while
+      // this reader opened, has made the configuration at its index unknown: the leader tries again with a fresh one.
+      if (snapshot === null) throw new Error('no snapshot can be sent now (one is being installed, or a newer one was taken meanwhile)')
       const id = this.host.environment.randomId()
       let seq = 0
       for await (const pairs of reader.chunks()) {

@@ -129,6 +129,28 @@ describe('raft: snapshots and log compaction (§7)', function () {
     expect(leader.core.snapshotMetadata(3)).to.deep.equal({ index: 3, term: 1, configuration: makeConfiguration(ids, ['d']) })
   })
 
+  it('offers no snapshot metadata below a saved snapshot whose configurations it forgot, rather than a wrong one', function () {
+    // A leader's snapshot send reads the state at one index, and may ask for that index's metadata after a snapshot
+    // of its own was saved at a later one (the send holds off compaction, not the forgetting of configurations).
+    const ids = ['a', 'b', 'c']
+    const network = new TestNetwork([...ids.map((id, i) => newNode(id, ids, {}, undefined, i + 1)), newNode('d', [], {}, undefined, 4)])
+    network.elect('a')
+    network.propose('a', 'x')
+    const leader = network.node('a')
+    leader.core.proposeConfChange({ type: 'addLearner', nodeId: 'd' })
+    network.settle()
+    network.propose('a', 'y')
+    network.settle()
+    const meta = leader.core.snapshotMetadata(4)!
+    expect(meta.configuration).to.deep.equal(makeConfiguration(ids, ['d']))
+    leader.storage.saveSnapshot(meta)
+    leader.core.snapshotSaved(4)
+    expect(leader.core.snapshotMetadata(2), 'the configuration at 2 is no longer known').to.equal(null)
+    // At the configuration's own index and after it, it is still known.
+    expect(leader.core.snapshotMetadata(3)).to.deep.equal({ index: 3, term: 1, configuration: makeConfiguration(ids, ['d']) })
+    expect(leader.core.snapshotMetadata(4)).to.deep.equal(meta)
+  })
+
   it('restarts from a snapshot and the log after it, with the snapshot’s configuration', function () {
     const storage = new MemoryStorage()
     storage.installSnapshot({ index: 5, term: 2, configuration: makeConfiguration(['a', 'b', 'c', 'd']) })
