@@ -515,8 +515,8 @@ export class RaftReplica {
       shipped = this.outbox.attach(message.to, message.prevLogIndex, through)
     } else if (message.type === 'heartbeat') {
       // A heartbeat's commit index is never more than the follower holds; it sends no entries again, so nothing
-      // already sent goes again.
-      shipped = this.outbox.attach(message.to, Number.POSITIVE_INFINITY, message.leaderCommit)
+      // already sent goes again (ShippedWritesOutbox.attachNew).
+      shipped = this.outbox.attachNew(message.to, message.leaderCommit)
     }
     return shipped === undefined ? message : { ...message, shipped }
   }

@@ -24,9 +24,11 @@ const BATCH_VERSION = 1
 const BATCH_BYTES_MAX = 256 * 1024
 /** Batches a leader keeps for followers that have not been sent them yet. */
 const OUTBOX_BATCHES_MAX = 256
-/** Bytes a leader keeps, and attaches to one AppendEntries, at most. */
+/** Bytes a leader keeps, and attaches to one message (an AppendEntries or a heartbeat), at most. */
 const OUTBOX_BYTES_MAX = 16 * 1024 * 1024
 const ATTACHED_BYTES_MAX = 2 * 1024 * 1024
+/** sentThrough after a message could not be sent: an AppendEntries sends everything again, a heartbeat nothing. */
+const UNSENT = -1
 /** Entries' writes a follower holds for entries it has not applied yet, and their bytes, at most. */
 const INBOX_ENTRIES_MAX = 16_384
 const INBOX_BYTES_MAX = 32 * 1024 * 1024
@@ -45,7 +47,7 @@ export class ShippedWritesOutbox {
   /** Per entry: index, term, command version, command type, writes. */
   private pending: Array<[number, number, number, string, ShippedWrites]> = []
   private pendingBytes = 0
-  /** Per follower, the last index whose writes were attached to a message to it. */
+  /** Per follower, the last index whose writes were attached to a message to it; UNSENT after one that failed. */
   private readonly sentThrough = new Map<string, number>()
 
   /** Called by the store for each command it applied, in log order. */
@@ -89,9 +91,20 @@ export class ShippedWritesOutbox {
     return attached
   }
 
-  /** The last message to `to` could not be sent: what it carried goes with the next one. */
+  /**
+   * The batches to attach to a heartbeat to `to` that lets it apply up to `through`: only those after what it was
+   * already sent. A heartbeat sends no entries, so it sends no writes again; and after a message to `to` could not be
+   * sent it leaves the writes to the next AppendEntries, so that a follower whose link refuses messages does not cost
+   * the leader an encoding of the outbox's oldest batches per heartbeat.
+   */
+  attachNew(to: string, through: number): Uint8Array[] | undefined {
+    const sent = this.sentThrough.get(to) ?? 0
+    return sent === UNSENT ? undefined : this.attach(to, sent, through)
+  }
+
+  /** The last message to `to` could not be sent: what it carried goes with the next AppendEntries. */
   unsent(to: string): void {
-    this.sentThrough.delete(to)
+    this.sentThrough.set(to, UNSENT)
   }
 
   /** Forgets everything: this server stopped leading (a later term starts with nothing sent). */
@@ -113,7 +126,10 @@ export class ShippedWritesInbox {
     return this.byIndex.size
   }
 
-  /** Takes in batches attached to an AppendEntries; a batch or an entry not in the shape a leader sends is ignored. */
+  /**
+   * Takes in batches attached to an AppendEntries or a heartbeat; a batch or an entry not in the shape a leader sends
+   * is ignored.
+   */
   receive(batches: unknown, appliedIndex: number): void {
     if (!Array.isArray(batches)) return
     for (const bytes of batches) {

@@ -38,7 +38,10 @@ export interface SnapshotHost {
   readonly links: PeerLinks
   readonly environment: Environment
   readonly log: Logger
-  /** Metadata for a snapshot of the state at `index` (RaftCore.snapshotMetadata), or null while one is being installed. */
+  /**
+   * Metadata for a snapshot of the state at `index` (RaftCore.snapshotMetadata), or null while one is being installed
+   * or when a snapshot taken since has made the configuration at `index` unknown.
+   */
   snapshotMetadata(index: number): SnapshotMetadata | null
   /** Hands a fully received snapshot to the core; returns whether the core took it (it waits in the next Ready). */
   offerSnapshot(from: string, term: number, snapshot: SnapshotMetadata): boolean

@@ -14,7 +14,8 @@
  * Commands (durations as 500ms or 2s; servers named n1, n2, ...):
  *   world [seed=N] [election=D] [heartbeat=D] [snapshot-threshold=N] [delay=D-D] [disk=D] [leader-wait=D]
  *         [apply-wait=D] [logs=info|warn|silent] [links=ordered|unordered]    the world's settings; before any other
- *         command (ordered links: messages on a link arrive in the order sent, each still delayed by up to D)
+ *         command (ordered links: messages on a link arrive in the order sent, each still delayed by up to D; what a
+ *         paused server was held back from receiving reaches it at resume, possibly after later messages)
  *   start NAME [--peer A,B] [--join [A,B]] [--election D] [--snapshot-threshold N] [&]    first start, with these
  *        flags (remembered for restart; the last two override the world's settings for this server); with &, the
  *        start is only scheduled, so that servers started in a row start at the same moment

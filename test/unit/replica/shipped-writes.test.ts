@@ -53,6 +53,24 @@ describe('replica: shipped writes', function () {
     expect(outbox.attach('b', 6, 6)).to.have.length(2)
   })
 
+  it('attaches to a heartbeat what was not sent yet up to its commit index, and nothing after a failed send', function () {
+    const outbox = outboxWith([[1, 3], [4, 6]])
+    expect(outbox.attachNew('b', 0), 'nothing committed to tell').to.equal(undefined)
+    expect(outbox.attachNew('b', 2), 'a batch goes whole').to.have.length(1)
+    expect(outbox.attachNew('b', 6)).to.have.length(1)
+    expect(outbox.attachNew('b', 6), 'a heartbeat sends nothing again').to.equal(undefined)
+    expect(outbox.attach('b', 6, 6), 'nor does the AppendEntries after it').to.equal(undefined)
+    // A message that could not be sent: heartbeats leave the writes to the next AppendEntries, which sends them all.
+    outbox.unsent('b')
+    expect(outbox.attachNew('b', 6)).to.equal(undefined)
+    expect(outbox.attach('b', 6, 6)).to.have.length(2)
+    expect(outbox.attachNew('b', 6)).to.equal(undefined)
+    // What a heartbeat carried is not sent again by an AppendEntries that follows it, but is with entries sent again.
+    expect(outbox.attachNew('c', 6)).to.have.length(2)
+    expect(outbox.attach('c', 6, 6)).to.equal(undefined)
+    expect(outbox.attach('c', 3, 6)).to.have.length(1)
+  })
+
   it('takes writes only for the same index and term, once', function () {
     const inbox = new ShippedWritesInbox()
     inbox.receive(outboxWith([[5, 5]], 3).attach('b', 0, 5), 0)
