@@ -19,6 +19,18 @@ function snapshotAndCompact(node: TestNode): number {
   return compactIndex
 }
 
+/** a leads a, b and c; entry 2 is a command and entry 3 adds d as a learner, all committed and applied. */
+function learnerAddedAt3(): { network: TestNetwork; leader: TestNode; ids: string[] } {
+  const ids = ['a', 'b', 'c']
+  const network = new TestNetwork([...ids.map((id, i) => newNode(id, ids, {}, undefined, i + 1)), newNode('d', [], {}, undefined, 4)])
+  network.elect('a')
+  network.propose('a', 'x')
+  const leader = network.node('a')
+  leader.core.proposeConfChange({ type: 'addLearner', nodeId: 'd' })
+  network.settle()
+  return { network, leader, ids }
+}
+
 function installSnapshot(fields: Pick<InstallSnapshot, 'snapshot'> & Partial<InstallSnapshot>): InstallSnapshot {
   return { type: 'installSnapshot', from: 'a', to: 'b', term: 2, ...fields }
 }
@@ -118,13 +130,7 @@ describe('raft: snapshots and log compaction (§7)', function () {
   })
 
   it('snapshot metadata carries the term and the configuration in force at its index (Thesis §5.1)', function () {
-    const ids = ['a', 'b', 'c']
-    const network = new TestNetwork([...ids.map((id, i) => newNode(id, ids, {}, undefined, i + 1)), newNode('d', [], {}, undefined, 4)])
-    network.elect('a')
-    network.propose('a', 'x')
-    const leader = network.node('a')
-    leader.core.proposeConfChange({ type: 'addLearner', nodeId: 'd' })
-    network.settle()
+    const { leader, ids } = learnerAddedAt3()
     expect(leader.core.snapshotMetadata(2)).to.deep.equal({ index: 2, term: 1, configuration: makeConfiguration(ids) })
     expect(leader.core.snapshotMetadata(3)).to.deep.equal({ index: 3, term: 1, configuration: makeConfiguration(ids, ['d']) })
   })
@@ -132,13 +138,7 @@ describe('raft: snapshots and log compaction (§7)', function () {
   it('offers no snapshot metadata below a saved snapshot whose configurations it forgot, rather than a wrong one', function () {
     // A leader's snapshot send reads the state at one index, and may ask for that index's metadata after a snapshot
     // of its own was saved at a later one (the send holds off compaction, not the forgetting of configurations).
-    const ids = ['a', 'b', 'c']
-    const network = new TestNetwork([...ids.map((id, i) => newNode(id, ids, {}, undefined, i + 1)), newNode('d', [], {}, undefined, 4)])
-    network.elect('a')
-    network.propose('a', 'x')
-    const leader = network.node('a')
-    leader.core.proposeConfChange({ type: 'addLearner', nodeId: 'd' })
-    network.settle()
+    const { network, leader, ids } = learnerAddedAt3()
     network.propose('a', 'y')
     network.settle()
     const meta = leader.core.snapshotMetadata(4)!
