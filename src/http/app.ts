@@ -40,8 +40,10 @@ import { requestMetricsMiddleware } from './request-metrics.js'
  * again once the body has arrived, and is authorized again then (request.ts authorizeAfterBody), unless the body was
  * whole before this barrier's index was fixed.
  */
-function catchUpBeforeWrite(ctx: ApiContext): Promise<void> {
-  if (!isWriteRequest(ctx)) return Promise.resolve()
+function catchUp(ctx: ApiContext): Promise<void> {
+  // Any other request waits (usually not at all) until this node has applied the writes it answered before applying
+  // them (http/write.ts): its reads, ?stale ones included, and the requests that pass no barrier see them.
+  if (!isWriteRequest(ctx)) return ctx.state.app.cluster.readBarrier('stale')
   // A body that was whole when the barrier's index was fixed needs no second barrier (authorizeAfterBody): on a
   // follower the batch's ReadIndex leaves at the end of the turn, after a body that came with its headers was parsed.
   // On a leader the lease read fixes it at once, before the body is parsed, so its (local, cheap) second one stays.
@@ -108,7 +110,7 @@ export function createApp(services: AppServices): Koa {
       }
     }
     const serveHere = (): Promise<void> =>
-      catchUpBeforeWrite(ctx as ApiContext)
+      catchUp(ctx as ApiContext)
         .then(() => next())
         .then(pretty)
     // A request for another datacenter is served there (forward.ts), whole: nothing of it runs here. A repeated ?dc

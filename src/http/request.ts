@@ -78,7 +78,7 @@ export async function authorizeAfterBody(ctx: ApiContext): Promise<void> {
     if (isWriteMethod(ctx.method)) ctx.state.caller = undefined
     return
   }
-  // The write's own barrier counts if the body was whole when its index was fixed (app.ts catchUpBeforeWrite).
+  // The write's own barrier counts if the body was whole when its index was fixed (app.ts catchUp).
   if (ctx.state.barrierAfterBody !== true) await ctx.state.app.cluster.readBarrier('leader')
   ctx.state.caller = undefined
   const caller = await callerOf(ctx)

@@ -14,9 +14,11 @@ type Unversioned<C> = C extends { v: number } ? Omit<C, 'v'> : never
  */
 export async function propose(ctx: ApiContext, command: Unversioned<Command>): Promise<unknown> {
   const versioned = { v: COMMAND_VERSION, ...command } as Command
-  if (ctx.state.app.audit === undefined) return resultValue(await ctx.state.app.cluster.propose(versioned))
+  // Every request this node serves after the answer waits for its own apply of the write (app.ts catchUp).
+  const options = { answerBeforeLocalApply: true }
+  if (ctx.state.app.audit === undefined) return resultValue(await ctx.state.app.cluster.propose(versioned, options))
   await auditBeforePropose(ctx, versioned)
-  const { result, index } = await ctx.state.app.cluster.proposeIndexed(versioned)
+  const { result, index } = await ctx.state.app.cluster.proposeIndexed(versioned, options)
   auditProposed(ctx, index)
   return resultValue(result)
 }

@@ -42,6 +42,12 @@ import {
  */
 const RETRY_PAUSE_MS = 50
 
+/**
+ * How long, at most, a follower waits for its own apply of a write it forwarded, before answering it (or, with
+ * answerBeforeLocalApply, before serving a request after that answer): past it the node answers from what it has.
+ */
+const OWN_APPLY_WAIT_MS_MAX = 5_000
+
 /** Beyond the leader's own wait for a leadership transfer, how long a follower that forwarded it waits for the answer. */
 const TRANSFER_ANSWER_SLACK_MS = 2_000
 
@@ -60,6 +66,11 @@ export class ClusterNode implements Cluster {
   private readonly readBatches: { lease?: ReadBatch; consistent?: ReadBatch } = {}
   /** On the leader: the join proofs accepted, so that a recorded one cannot be sent again (lib/join-proof.ts). */
   private readonly joinProofs = new JoinReplayGuard()
+  /**
+   * The highest index of a write this node answered before applying it (answerBeforeLocalApply), and until when
+   * (environment time) the requests it serves after that answer wait for its apply: as long as the answer would have.
+   */
+  private readonly answeredAhead = { index: 0, untilMs: 0 }
   /** Refused forwarded commands are logged at most once per peer and problem per interval: a peer could flood. */
   private readonly refusals = new LogLimiter()
   /** The cluster view of GET /v1/operator/cluster; serves the `raft-state` and `cluster-status` peer requests. */
@@ -135,8 +146,13 @@ export class ClusterNode implements Cluster {
         const leader = this.replica.leader
         if (leader !== null) {
           const response = await this.forward(leader, data)
-          // Serve the caller's next read from this node with its own write in it.
-          await this.replica.afterApplied(response.index, Math.min(this.replica.applyWaitMs, 5_000)).catch(() => undefined)
+          // Serve the caller's next read from this node with its own write in it: wait for this node's apply now, or
+          // have every request served after the answer wait for it (ownWritesApplied). The second answers sooner, and
+          // the answers of a forwarded batch then leave together, so its callers' next writes share a batch too
+          // (docs/benchmarks.md, issue 22, ninth session).
+          const waitMs = Math.min(this.replica.applyWaitMs, OWN_APPLY_WAIT_MS_MAX)
+          if (options.answerBeforeLocalApply === true) this.answerAhead(response.index, waitMs)
+          else await this.replica.afterApplied(response.index, waitMs).catch(() => undefined)
           return { result: response.result, index: response.index }
         }
       } catch (error) {
@@ -256,7 +272,8 @@ export class ClusterNode implements Cluster {
   // Reads.
 
   async readBarrier(mode: 'leader' | 'stale' | 'consistent', onFixed?: () => void): Promise<void> {
-    if (mode === 'stale') return
+    // The other modes wait for at least the leader's commit index, which covers every write it answered.
+    if (mode === 'stale') return this.ownWritesApplied()
     this.replica.checkRunning()
     const { environment } = this.replica
     const deadline = environment.now() + this.replica.leaderWaitMs
@@ -278,6 +295,31 @@ export class ClusterNode implements Cluster {
       }
       await this.replica.waitForLeader(deadline)
     }
+  }
+
+  /** A forwarded write at `index` was answered before this node applied it: what it serves next waits for it. */
+  private answerAhead(index: number, waitMs: number): void {
+    if (this.replica.state.lastApplied >= index) return
+    this.answeredAhead.index = Math.max(this.answeredAhead.index, index)
+    this.answeredAhead.untilMs = Math.max(this.answeredAhead.untilMs, this.replica.environment.now() + waitMs)
+  }
+
+  /**
+   * Resolves once this node has applied every write it answered before applying it, or once the answer's wait is
+   * up (then, as a write that waited that long, it goes on with what it has). Usually at once: a follower applies a
+   * write a fraction of a millisecond after the leader's answer reaches it.
+   */
+  private ownWritesApplied(): Promise<void> {
+    const { index, untilMs } = this.answeredAhead
+    if (this.replica.state.lastApplied >= index) return Promise.resolve()
+    const remainingMs = untilMs - this.replica.environment.now()
+    if (remainingMs <= 0) return Promise.resolve()
+    return this.replica.afterApplied(index, remainingMs).catch((error: unknown) => {
+      // Out of time (the waiters' no_leader): go on, as above. Too many waiting (rate_limited), or the node stopping:
+      // the request fails rather than answer without its caller's write.
+      if (error instanceof WardenError && error.code === 'no_leader' && !this.replica.isStopped) return
+      throw error
+    })
   }
 
   /**

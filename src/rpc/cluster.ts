@@ -35,6 +35,13 @@ export interface ServerView {
 
 export interface ProposeOptions {
   /**
+   * A follower that forwarded the command answers once the leader has applied it, without waiting to apply it itself:
+   * every request this node serves after that answer waits for that apply first (readBarrier, in every mode), so its
+   * reads see the write all the same. For the HTTP API's writes; without it (controllers, the agent) the answer waits
+   * for this node's own apply, as the write's later steps may read this node's state.
+   */
+  answerBeforeLocalApply?: boolean
+  /**
    * Only as this node, while it leads: never forwarded to another leader, never tried again after a leadership
    * change (no_leader). For work only the leader does, decided from what it saw as leader: the ACL replication's
    * batches, which a deposed leader would otherwise send to the new one to be applied after the new one's newer batches.
@@ -44,7 +51,8 @@ export interface ProposeOptions {
 
 export interface Cluster {
   /**
-   * Resolves after the command is committed and applied on this node, with the apply result. Rejects with a
+   * Resolves after the command is committed and applied on this node (or, with answerBeforeLocalApply, on the
+   * leader), with the apply result. Rejects with a
    * WardenError: no_leader (not applied, safe to retry) or outcome_unknown (it may have been applied).
    */
   propose(command: Command, options?: ProposeOptions): Promise<ApplyResult>
@@ -56,7 +64,8 @@ export interface Cluster {
   peerAddresses(): string[]
   isLeader(): boolean
   /**
-   * Waits until this node may serve a read in the given mode from its own state: at once for stale reads, under the
+   * Waits until this node may serve a read in the given mode from its own state: for stale reads once it has applied
+   * every write it answered before applying it (answerBeforeLocalApply; usually at once), under the
    * leader's lease for default reads, after a ReadIndex round for consistent reads. Rejects with no_leader when it
    * cannot (a forwarding replica answers from the leader instead). `onFixed` is called when the index the read waits
    * for is fixed (a leader's lease read at once, a follower's ReadIndex when its request leaves): every write

@@ -182,7 +182,7 @@ describe('a three-node Raft cluster of real processes', function () {
 
   it('a write whose body is still arriving on a follower when its token is deleted on the leader is refused', async () => {
     // The body arrives in two parts, so the write's first barrier is fixed before its last byte and the follower must
-    // take a second one (app.ts catchUpBeforeWrite, request.ts authorizeAfterBody) that sees the delete.
+    // take a second one (app.ts catchUp, request.ts authorizeAfterBody) that sees the delete.
     const leader = cluster.node(await cluster.leader())
     const follower = cluster.node(cluster.followers(await cluster.leader())[0]!)
     const management = (await leader.request('GET', '/v1/acl/policy/name/global-management')).body.ID as string

@@ -23,9 +23,10 @@
  *        operations settling) are printed with their time. COND: leader [NAME] | NAME voter | NAME learner (in the
  *        leader's configuration) | NAME stored>=N (its durable log) | NAME commit>=N | NAME applied>=N | NAME joined
  *        (its record's voteFrom known) | NAME disk has|lacks DB | settled (no operation in the background)
- *   write NAME KEY VALUE [--pad SIZE] [--cas N] [&]    ClusterNode.propose of a config.apply of service-defaults KEY
- *        (Value VALUE, padded with dots to SIZE bytes; with --cas, only if the entry's ModifyIndex is N, 0 for absent);
- *        waits for the outcome, or with & prints it when it comes
+ *   write NAME KEY VALUE [--pad SIZE] [--cas N] [--ahead] [&]    ClusterNode.propose of a config.apply of
+ *        service-defaults KEY (Value VALUE, padded with dots to SIZE bytes; with --cas, only if the entry's ModifyIndex
+ *        is N, 0 for absent; with --ahead, answerBeforeLocalApply, as the HTTP API's writes, and the outcome says the
+ *        index and NAME's applied index when it came); waits for the outcome, or with & prints it when it comes
  *   read NAME KEY [consistent|leader|stale] [&]    ClusterNode.readBarrier, then the value in NAME's state
  *   remove TARGET [via NAME] [&]    ClusterNode.removeServer on NAME (default: the leader)
  *   kill NAME | power-loss NAME | wipe NAME | restart NAME    kill -9; power loss (unsynced writes lost); data dir
@@ -409,22 +410,28 @@ export class ScriptRunner {
         const server = this.running(args[0])
         const key = args[1]
         let value = args[2]
-        const usage = 'write NAME KEY VALUE [--pad SIZE] [--cas N]'
+        const usage = 'write NAME KEY VALUE [--pad SIZE] [--cas N] [--ahead]'
         if (key === undefined || value === undefined) throw new Error(usage)
         let cas: number | undefined
+        let ahead = false
         for (let n = 3; n < args.length; n += 2) {
           if (args[n] === '--pad') value = value.padEnd(parseSize(args[n + 1]), '.')
           else if (args[n] === '--cas' && /^\d+$/.test(args[n + 1] ?? '')) cas = Number(args[n + 1])
-          else throw new Error(usage)
+          else if (args[n] === '--ahead') {
+            ahead = true
+            n -= 1
+          } else throw new Error(usage)
         }
         const cluster = server.cluster!
-        const label = `${server.name}: write ${key}=${showValue(value)}${cas === undefined ? '' : ` cas ${cas}`}`
+        const label = `${server.name}: write ${key}=${showValue(value)}${cas === undefined ? '' : ` cas ${cas}`}${ahead ? ' ahead' : ''}`
         const entry = { Kind: KIND, Name: key, Namespace: 'default', Value: value }
         return this.operation(label, background, async () => {
-          const result = await cluster.propose({ v: COMMAND_VERSION, type: 'config.apply', entry, ...(cas === undefined ? {} : { cas }) })
+          const command = { v: COMMAND_VERSION, type: 'config.apply', entry, ...(cas === undefined ? {} : { cas }) } as const
+          const { result, index } = await cluster.proposeIndexed(command, ahead ? { answerBeforeLocalApply: true } : {})
+          const at = ahead ? ` (index ${index}, ${server.name} applied ${server.state!.lastApplied})` : ''
           // A compare-and-set that finds another index is no error: its value says whether it wrote (false: not).
-          if (result.ok) return cas === undefined ? 'ok' : `ok ${JSON.stringify(result.value)}`
-          return `refused ${JSON.stringify(result.error)}`
+          if (result.ok) return (cas === undefined ? 'ok' : `ok ${JSON.stringify(result.value)}`) + at
+          return `refused ${JSON.stringify(result.error)}${at}`
         })
       }
       case 'read': {

@@ -1,7 +1,7 @@
 /**
  * A write passes the barrier of a default read before its body is read, and again once its body has arrived
  * (authorizeAfterBody), so that it is authorized against every write acknowledged before its last byte. The second is
- * skipped when the first one's index was fixed after the body was whole (app.ts catchUpBeforeWrite): on a follower,
+ * skipped when the first one's index was fixed after the body was whole (app.ts catchUp): on a follower,
  * the turn's ReadIndex leaves at the end of the turn, after a body that came with its headers was parsed.
  */
 import { expect } from 'chai'
