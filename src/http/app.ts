@@ -29,6 +29,9 @@ import { uiRoutes } from './routes/ui.js'
 import { requestMetricsMiddleware } from './request-metrics.js'
 
 /**
+ * Every request but a write first waits until this node has applied the writes it answered before applying them
+ * (http/write.ts answerBeforeLocalApply; usually no wait at all), so that what it reads or resolves here holds them.
+ *
  * A write is authorized (its token resolved, its auth method and rules read) from this node's state, and that state
  * must hold every write acknowledged before the request came: else a token whose deletion was acknowledged could
  * still write through a follower that had not applied the delete, and a token just created could not. So every
@@ -121,7 +124,10 @@ export function createApp(services: AppServices): Koa {
     }
     // In a secondary, what the primary holds the authority over is written there, and answered once replicated here.
     if (services.settings.datacenter !== services.settings.primaryDatacenter && services.forwarder !== undefined && isWriteMethod(ctx.method)) {
-      const guard = services.replication?.status().tokens === false ? requireTokenReplication(ctx as ApiContext) : Promise.resolve()
+      // Where a write goes is read from this node's state (is the token local?): it must hold the writes this node
+      // answered before applying them (http/write.ts), as every other request does (catchUp).
+      const caughtUp = services.cluster.readBarrier('stale')
+      const guard = services.replication?.status().tokens === false ? caughtUp.then(() => requireTokenReplication(ctx as ApiContext)) : caughtUp
       return guard
         .then(() => authorityStream(ctx as ApiContext))
         .then((stream) => (stream === undefined ? serveHere() : forwardToPrimary(ctx as ApiContext, stream)))

@@ -18,7 +18,7 @@ import { LogLimiter } from '../lib/log-limiter.js'
 import { NODE_NAME_PATTERN } from '../lib/ids.js'
 import { JoinReplayGuard, verifyJoinRequest, type JoinRequest, type JoinStamp } from '../lib/join-proof.js'
 import type { JoinAnswer } from '../replica/membership.js'
-import type { RaftReplica } from '../replica/raft-replica.js'
+import type { ProposalOutcome, RaftReplica } from '../replica/raft-replica.js'
 import type { ApplyResult, Command } from '../state/commands.js'
 import { encodeCommand } from '../state/store.js'
 import { checkCommand, validateCommand } from '../state/validate.js'
@@ -30,6 +30,8 @@ import {
   FORWARD_BATCH_BYTES_MAX,
   FORWARD_BATCH_COMMANDS_MAX,
   forwardFailure,
+  LINKED_TABLES,
+  namesCurrent,
   settleForwarded,
   type ForwardBatch,
   type ProposeResponse,
@@ -69,8 +71,10 @@ export class ClusterNode implements Cluster {
   /**
    * The highest index of a write this node answered before applying it (answerBeforeLocalApply), and until when
    * (environment time) the requests it serves after that answer wait for its apply: as long as the answer would have.
+   * `waiting`: the one wait every such request shares, for `index` (a waiter per request would fill the bounded
+   * set of apply waiters under load).
    */
-  private readonly answeredAhead = { index: 0, untilMs: 0 }
+  private readonly answeredAhead: { index: number; untilMs: number; waiting?: { index: number; done: Promise<void> } } = { index: 0, untilMs: 0 }
   /** Refused forwarded commands are logged at most once per peer and problem per interval: a peer could flood. */
   private readonly refusals = new LogLimiter()
   /** The cluster view of GET /v1/operator/cluster; serves the `raft-state` and `cluster-status` peer requests. */
@@ -88,7 +92,7 @@ export class ClusterNode implements Cluster {
       const refusal = this.refusal(from, data)
       if (refusal !== undefined) throw refusal
       this.mustLead()
-      return this.replica.proposeLocally(data)
+      return this.withNamesIndex(await this.replica.proposeLocally(data))
     })
     replica.handleRequests('propose-batch', (from, request) => this.serveBatch(from, request['commands']))
     replica.onLeadership(() => this.joinProofs.leadershipBegan(replica.environment.wallNow()))
@@ -151,7 +155,7 @@ export class ClusterNode implements Cluster {
           // the answers of a forwarded batch then leave together, so its callers' next writes share a batch too
           // (docs/benchmarks.md, issue 22, ninth session).
           const waitMs = Math.min(this.replica.applyWaitMs, OWN_APPLY_WAIT_MS_MAX)
-          if (options.answerBeforeLocalApply === true) this.answerAhead(response.index, waitMs)
+          if (options.answerBeforeLocalApply === true && namesCurrent(response, this.replica.state.lastApplied)) this.answerAhead(response.index, waitMs)
           else await this.replica.afterApplied(response.index, waitMs).catch(() => undefined)
           return { result: response.result, index: response.index }
         }
@@ -245,11 +249,17 @@ export class ClusterNode implements Cluster {
     )
     return {
       outcomes: settled.map((outcome) => {
-        if (outcome.status === 'fulfilled') return outcome.value
+        if (outcome.status === 'fulfilled') return this.withNamesIndex(outcome.value)
         const error = outcome.reason instanceof WardenError ? outcome.reason : new WardenError('outcome_unknown', 'the write failed on the leader in an unexpected way; it may or may not have been applied')
         return { error: error.toWire() }
       }),
     }
+  }
+
+  /** A forwarded write's answer, with the index of the last change to the tables its answer names (forward.ts). */
+  private withNamesIndex(outcome: ProposalOutcome): ReplicaResponse {
+    const { state } = this.replica
+    return { ...outcome, namesIndex: Math.max(...LINKED_TABLES.map((table) => state.tableIndex(table))) }
   }
 
   /**
@@ -310,16 +320,19 @@ export class ClusterNode implements Cluster {
    * write a fraction of a millisecond after the leader's answer reaches it.
    */
   private ownWritesApplied(): Promise<void> {
-    const { index, untilMs } = this.answeredAhead
-    if (this.replica.state.lastApplied >= index) return Promise.resolve()
-    const remainingMs = untilMs - this.replica.environment.now()
+    const ahead = this.answeredAhead
+    if (this.replica.state.lastApplied >= ahead.index) return Promise.resolve()
+    const remainingMs = ahead.untilMs - this.replica.environment.now()
     if (remainingMs <= 0) return Promise.resolve()
-    return this.replica.afterApplied(index, remainingMs).catch((error: unknown) => {
+    if (ahead.waiting !== undefined && ahead.waiting.index >= ahead.index) return ahead.waiting.done
+    const done = this.replica.afterApplied(ahead.index, remainingMs).catch((error: unknown) => {
       // Out of time (the waiters' no_leader): go on, as above. Too many waiting (rate_limited), or the node stopping:
       // the request fails rather than answer without its caller's write.
       if (error instanceof WardenError && error.code === 'no_leader' && !this.replica.isStopped) return
       throw error
     })
+    ahead.waiting = { index: ahead.index, done }
+    return done
   }
 
   /**

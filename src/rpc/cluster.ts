@@ -35,10 +35,12 @@ export interface ServerView {
 
 export interface ProposeOptions {
   /**
-   * A follower that forwarded the command answers once the leader has applied it, without waiting to apply it itself:
-   * every request this node serves after that answer waits for that apply first (readBarrier, in every mode), so its
-   * reads see the write all the same. For the HTTP API's writes; without it (controllers, the agent) the answer waits
-   * for this node's own apply, as the write's later steps may read this node's state.
+   * A follower that forwarded the command answers once the leader has applied it, without waiting to apply it itself,
+   * when the leader's answer says this node already names the policies and roles the result links to as the leader
+   * did (forward.ts namesCurrent: the HTTP layer renders those names from this node's state). Every request this node
+   * serves after that answer waits for that apply first, up to 5 s (readBarrier('stale'); the other modes wait for the
+   * leader's commit index, which covers it), so its reads see the write all the same. For the HTTP API's writes;
+   * without it (controllers, the agent) the answer waits for this node's own apply, as their next steps may read it.
    */
   answerBeforeLocalApply?: boolean
   /**

@@ -10,8 +10,25 @@ import type { ProposalOutcome } from '../replica/raft-replica.js'
 export const FORWARD_BATCH_COMMANDS_MAX = 256
 export const FORWARD_BATCH_BYTES_MAX = 1024 * 1024
 
-/** The leader's answer to one forwarded command: its apply result and the log index it was applied at. */
-export type ReplicaResponse = ProposalOutcome
+/**
+ * The leader's answer to one forwarded command: its apply result and the log index it was applied at, and
+ * `namesIndex`, the last index at which the leader's policies or roles had changed when it answered (absent from a
+ * leader of an older build). A follower whose state has reached `namesIndex` resolves the names of the policies and
+ * roles a result links to as the leader would at the command's index: nothing renamed, created or deleted one since.
+ */
+export type ReplicaResponse = ProposalOutcome & { namesIndex?: number }
+
+/** The tables whose records a write's answer names through its links (http/render.ts LinkNames). */
+export const LINKED_TABLES = ['policy', 'role'] as const
+
+/**
+ * Whether a follower may answer a forwarded write before applying it itself (ProposeOptions.answerBeforeLocalApply):
+ * the answer renders the names of the policies and roles the result links to from this node's state, which must
+ * then name them as the leader's did. Otherwise the answer waits for this node's own apply, as it always did.
+ */
+export function namesCurrent(response: ReplicaResponse, lastApplied: number): boolean {
+  return typeof response.namesIndex === 'number' && response.namesIndex <= lastApplied
+}
 /** The leader's answer to a forwarded batch, one outcome per command, in order. */
 export type ProposeResponse = { outcomes: Array<ReplicaResponse | { error: WireError }> }
 

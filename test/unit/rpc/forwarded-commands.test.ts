@@ -18,7 +18,7 @@ import { LevelRaftStorage } from '../../../src/raft/storage/level-storage.js'
 import type { PeerLinks } from '../../../src/replica/peer-links.js'
 import type { RaftReplica } from '../../../src/replica/raft-replica.js'
 import type { ClusterNode } from '../../../src/rpc/cluster-node.js'
-import type { ProposeResponse } from '../../../src/rpc/forward.js'
+import { namesCurrent, type ProposeResponse, type ReplicaResponse } from '../../../src/rpc/forward.js'
 import { encode } from '../../../src/state/codec.js'
 import { COMMAND_VERSION, type Command } from '../../../src/state/commands.js'
 import { StateStore } from '../../../src/state/store.js'
@@ -187,6 +187,25 @@ describe('rpc/cluster-node: the leader validates forwarded commands', function (
       'this node made a malformed acl.token.create command (token.Local: must be a boolean, not the string "no"); it was not applied',
     ])
     expect(logged(leader.storage, lastIndex, encode(command))).to.equal(0)
+    expect(fatal).to.deep.equal([])
+    await leader.stop()
+  })
+
+  it('answers each forwarded write with the last index its policies or roles changed at (namesIndex)', async () => {
+    const dataDir = await dirs.make('warden-forwarded-')
+    const fatal: unknown[] = []
+    const leader = await startLeader(dirs, dataDir, fatal)
+    const before = (await leader.fromPeer({ kind: 'propose', data: encode(commands.tokenCreate(token(6))) })) as { index: number; namesIndex?: number }
+    expect(before.namesIndex, 'no policy or role written yet').to.be.a('number').below(before.index)
+    const policy: Command = commands.policyCreate({ ID: '00000000-0000-4000-8000-0000000000bc', Name: 'linked', Description: '', Rules: 'acl = "read"', Datacenters: [], Namespace: 'default' })
+    const created = (await leader.fromPeer({ kind: 'propose-batch', commands: [encode(policy), encode(commands.tokenCreate(token(7)))] })) as ProposeResponse
+    const [policyOutcome, tokenOutcome] = created.outcomes as Array<{ index: number; namesIndex?: number }>
+    // The policy's own answer, and the token's after it, name the policy's index: a follower must have applied it.
+    expect(policyOutcome!.namesIndex).to.equal(policyOutcome!.index)
+    expect(tokenOutcome!.namesIndex).to.equal(policyOutcome!.index)
+    expect(namesCurrent(tokenOutcome as ReplicaResponse, policyOutcome!.index - 1), 'a follower one entry short').to.equal(false)
+    expect(namesCurrent(tokenOutcome as ReplicaResponse, policyOutcome!.index), 'a follower that applied the policy').to.equal(true)
+    expect(namesCurrent({ result: { ok: true }, index: 9 }, 100), 'an answer without namesIndex (an older leader)').to.equal(false)
     expect(fatal).to.deep.equal([])
     await leader.stop()
   })
