@@ -14,21 +14,27 @@
  *
  *   npx tsx scripts/bench/stage-profile.ts OUT [--seconds S (10)] [--target leader|follower] [--connections N (64)] [--no-profile]
  *     [--interval-us N (500)] [--warmup S (3)] [--perf]
- * With --perf, `perf record -g` samples the three agents over the same window (OUT/perf.data), for what their
- * other threads do (a V8 profile sees only the main thread): `perf report -i OUT/perf.data --sort tid,dso`.
+ * With --perf, `perf record -F 999 -g` samples the three agents over the same window instead of V8's profiler
+ * (OUT/perf.data; the agents run with --perf-basic-prof, so their JIT frames have names), and each agent's main
+ * thread's samples are written as CPU.<pid>.cpuprofile (perf-profile.ts) for stage-budget.ts. V8's profiler on this
+ * machine puts its samples where the thread next enters the kernel; perf does not. For the other threads:
+ * `perf report -i OUT/perf.data --sort tid,dso`.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { WardenClient } from '../../src/api/index.js'
 import { runCannon } from './cannon.js'
+import { perfProfiles } from './perf-profile.js'
 import { jsonHeaders } from './context.js'
 import { WardenCluster } from './warden.js'
 import { benchPolicy } from './workload-writes.js'
 
 const TICKS_PER_S = 100
+/** perf's sampling rate with --perf: about one sample per millisecond of CPU. */
+const PERF_HZ = 999
 const HOOK = pathToFileURL(join(import.meta.dirname, 'cpu-profile-window.mjs')).href
 
 /** Bytes written by memtable flushes and compactions between two times, from a LevelDB LOG file's lines. */
@@ -109,7 +115,10 @@ for (let n = 0; n < args.length; n++) {
   else if (arg === '--target') target = args[++n] === 'follower' ? 'follower' : 'leader'
   else if (arg === '--no-profile') profile = false
   else if (arg === '--interval-us') intervalUs = Number(args[++n])
-  else if (arg === '--perf') perf = true
+  else if (arg === '--perf') {
+    perf = true
+    profile = false
+  }
   else if (arg === '--warmup') warmupS = Number(args[++n])
   else if (arg === '--connections') connections = Number(args[++n])
   else out = arg
@@ -123,6 +132,10 @@ mkdirSync(outDir, { recursive: true })
 
 // NODE_OPTIONS reaches the agents LocalCluster spawns while it is set (cannon.ts drops it for autocannon).
 const previousOptions = process.env.NODE_OPTIONS
+/** The JIT maps --perf-basic-prof leaves in the temporary directory, to remove those of this run's processes after. */
+const jitMaps = (): string[] => readdirSync(tmpdir()).filter((name) => /^perf-\d+\.map$/.test(name))
+const jitMapsBefore = new Set(jitMaps())
+if (perf) process.env.NODE_OPTIONS = `${previousOptions ?? ''} --perf-basic-prof`.trim()
 if (profile) {
   process.env.NODE_OPTIONS = `${previousOptions ?? ''} --import ${HOOK}`.trim()
   process.env.WARDEN_STAGE_PROFILE_DIR = outDir
@@ -150,7 +163,7 @@ try {
   }
   let perfChild: ChildProcess | undefined
   if (perf) {
-    perfChild = spawn('perf', ['record', '-F', '499', '-g', '-o', join(outDir, 'perf.data'), '-p', names.map((name) => warden.pid(name)).join(',')], { stdio: 'ignore' })
+    perfChild = spawn('perf', ['record', '-F', String(PERF_HZ), '-g', '-o', join(outDir, 'perf.data'), '-p', names.map((name) => warden.pid(name)).join(',')], { stdio: 'ignore' })
     await new Promise((resolve) => setTimeout(resolve, 500))
   }
   const forwardedBefore = await forwardedBy(warden.origin(node), warden.token)
@@ -183,7 +196,7 @@ try {
       role: name === warden.leader ? 'leader' : 'follower',
       loaded: name === node,
       pid,
-      profile: profile ? `CPU.${pid}.cpuprofile` : undefined,
+      profile: profile || perf ? `CPU.${pid}.cpuprofile` : undefined,
       mainCpuS: mainTicks / TICKS_PER_S,
       otherCpuS: Object.fromEntries(Object.entries(otherTicks).map(([threadName, ticks]) => [threadName, ticks / TICKS_PER_S])),
       leveldb: Object.fromEntries(
@@ -207,11 +220,23 @@ try {
     loadCpuPercent: load?.cpuPercent,
     // Writes a follower forwarded to the leader over the window, and in how many requests (its batches per turn).
     forwarded: { writes: forwardedAfter.writes - forwardedBefore.writes, requests: forwardedAfter.requests - forwardedBefore.requests },
-    profiled: profile,
+    profiled: profile || perf,
+    profiler: perf ? 'perf' : profile ? 'v8' : undefined,
     intervalUs: profile ? intervalUs : undefined,
     nodes,
   }
   writeFileSync(join(outDir, 'meta.json'), `${JSON.stringify(meta, null, 2)}\n`)
+  if (perf) {
+    // Read while the agents' JIT maps (/tmp/perf-PID.map) are there; they are removed after.
+    const script = execFileSync('perf', ['script', '-F', 'pid,tid,ip,sym', '-i', join(outDir, 'perf.data')], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString()
+    const profiles = perfProfiles(script, PERF_HZ)
+    for (const entry of nodes) {
+      const sampled = profiles.get(entry.pid)
+      if (sampled !== undefined) writeFileSync(join(outDir, entry.profile ?? ''), JSON.stringify(sampled))
+    }
+    // The agents' and those of the processes that started the cluster (each some 500 KB).
+    for (const name of jitMaps()) if (!jitMapsBefore.has(name)) rmSync(join(tmpdir(), name), { force: true })
+  }
   if (profile) {
     // The agents write their profiles as they handle the second signal.
     const deadline = Date.now() + 10_000
