@@ -74,7 +74,7 @@ export class ClusterNode implements Cluster {
    * `waiting`: the one wait every such request shares, for `index` (a waiter per request would fill the bounded
    * set of apply waiters under load).
    */
-  private readonly answeredAhead: { index: number; untilMs: number; waiting?: { index: number; done: Promise<void> } } = { index: 0, untilMs: 0 }
+  private readonly answeredAhead: { index: number; untilMs: number; waiting?: { index: number; untilMs: number; done: Promise<void> } } = { index: 0, untilMs: 0 }
   /** Refused forwarded commands are logged at most once per peer and problem per interval: a peer could flood. */
   private readonly refusals = new LogLimiter()
   /** The cluster view of GET /v1/operator/cluster; serves the `raft-state` and `cluster-status` peer requests. */
@@ -324,15 +324,20 @@ export class ClusterNode implements Cluster {
     if (this.replica.state.lastApplied >= ahead.index) return Promise.resolve()
     const remainingMs = ahead.untilMs - this.replica.environment.now()
     if (remainingMs <= 0) return Promise.resolve()
-    if (ahead.waiting !== undefined && ahead.waiting.index >= ahead.index) return ahead.waiting.done
-    const done = this.replica.afterApplied(ahead.index, remainingMs).catch((error: unknown) => {
+    // Shared while it waits for as much, as long: a wait for less, or one that timed out before a later answer
+    // moved the deadline, is not.
+    const shared = ahead.waiting
+    if (shared !== undefined && shared.index >= ahead.index && shared.untilMs >= ahead.untilMs) return shared.done
+    const waiting = { index: ahead.index, untilMs: ahead.untilMs, done: Promise.resolve() }
+    waiting.done = this.replica.afterApplied(ahead.index, remainingMs).catch((error: unknown) => {
       // Out of time (the waiters' no_leader): go on, as above. Too many waiting (rate_limited), or the node stopping:
-      // the request fails rather than answer without its caller's write.
+      // the request fails rather than answer without its caller's write, and the next request asks again.
       if (error instanceof WardenError && error.code === 'no_leader' && !this.replica.isStopped) return
+      if (ahead.waiting === waiting) ahead.waiting = undefined
       throw error
     })
-    ahead.waiting = { index: ahead.index, done }
-    return done
+    ahead.waiting = waiting
+    return waiting.done
   }
 
   /**

@@ -196,7 +196,7 @@ describe('rpc/cluster-node: the leader validates forwarded commands', function (
     const fatal: unknown[] = []
     const leader = await startLeader(dirs, dataDir, fatal)
     const before = (await leader.fromPeer({ kind: 'propose', data: encode(commands.tokenCreate(token(6))) })) as { index: number; namesIndex?: number }
-    expect(before.namesIndex, 'no policy or role written yet').to.be.a('number').below(before.index)
+    expect(before.namesIndex, 'the built-in policies’ index, before the token').to.be.a('number').below(before.index)
     const policy: Command = commands.policyCreate({ ID: '00000000-0000-4000-8000-0000000000bc', Name: 'linked', Description: '', Rules: 'acl = "read"', Datacenters: [], Namespace: 'default' })
     const created = (await leader.fromPeer({ kind: 'propose-batch', commands: [encode(policy), encode(commands.tokenCreate(token(7)))] })) as ProposeResponse
     const [policyOutcome, tokenOutcome] = created.outcomes as Array<{ index: number; namesIndex?: number }>
