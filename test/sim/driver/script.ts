@@ -27,6 +27,7 @@
  *        service-defaults KEY (Value VALUE, padded with dots to SIZE bytes; with --cas, only if the entry's ModifyIndex
  *        is N, 0 for absent; with --ahead, answerBeforeLocalApply, as the HTTP API's writes, and the outcome says the
  *        index and NAME's applied index when it came); waits for the outcome, or with & prints it when it comes
+ *   policy NAME POLICY [&]    ClusterNode.propose of an acl.policy.create named POLICY (its ID the world's next)
  *   read NAME KEY [consistent|leader|stale] [&]    ClusterNode.readBarrier, then the value in NAME's state
  *   remove TARGET [via NAME] [&]    ClusterNode.removeServer on NAME (default: the leader)
  *   kill NAME | power-loss NAME | wipe NAME | restart NAME    kill -9; power loss (unsynced writes lost); data dir
@@ -434,6 +435,17 @@ export class ScriptRunner {
           return `refused ${JSON.stringify(result.error)}${at}`
         })
       }
+      case 'policy': {
+        const server = this.running(args[0])
+        const name = args[1]
+        if (name === undefined) throw new Error('policy NAME POLICY')
+        const cluster = server.cluster!
+        const policy = { ID: uuidOf(this.w.nextId()), Name: name, Description: '', Rules: '', Datacenters: [], Namespace: 'default' }
+        return this.operation(`${server.name}: policy ${name}`, background, async () => {
+          const { result, index } = await cluster.proposeIndexed({ v: COMMAND_VERSION, type: 'acl.policy.create', policy })
+          return result.ok ? `ok (index ${index})` : `refused ${JSON.stringify(result.error)}`
+        })
+      }
       case 'read': {
         const server = this.running(args[0])
         const key = args[1]
@@ -818,4 +830,12 @@ export class ScriptRunner {
       if (opened) await storage.close()
     }
   }
+}
+
+/** A UUID made from one of the world's ids, so that a script's records are the same in every run. */
+function uuidOf(id: string): string {
+  let hex = ''
+  for (const char of id) hex += char.charCodeAt(0).toString(16).padStart(2, '0')
+  hex = hex.padStart(32, '0').slice(-32)
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20)}`
 }
