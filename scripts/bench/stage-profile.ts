@@ -127,6 +127,9 @@ if (out === undefined || !(seconds > 0)) {
   process.stderr.write('usage: stage-profile.ts OUT [--seconds S] [--target leader|follower] [--no-profile] [--interval-us N]\n')
   process.exit(2)
 }
+// A reader that goes away (`| head`) must not end this script before it stops its cluster (the finally below): an
+// EPIPE on stdout would otherwise throw from a write and leave three agents running.
+process.stdout.on('error', () => undefined)
 const outDir = resolve(out)
 mkdirSync(outDir, { recursive: true })
 
