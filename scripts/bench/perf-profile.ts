@@ -1,8 +1,8 @@
 /**
  * `perf script` output turned into V8 .cpuprofile files, one per process's main thread, so that stage-budget.ts and
- * profile-top.ts read perf's samples as they read V8's. Why: on this machine V8's CPU profiler delivers its sample
- * signal when the thread next enters the kernel, so it puts samples on functions that make system calls (`writev`
- * took 21% of a leader's busy samples where perf saw 4.8%: docs/benchmarks.md, issue 22, ninth session). perf samples
+ * profile-top.ts read perf's samples as they read V8's. Why: on this machine V8's CPU profiler puts too many samples
+ * on functions that make system calls (`writev` took 21% of a leader's busy samples where perf saw 4.8% in a like
+ * run: docs/benchmarks.md, issue 22, ninth session), likely because its signal is taken at the next kernel entry. perf samples
  * from the kernel's timer and unwinds JIT frames through the agents' --perf-basic-prof maps.
  *
  * Each sample's stack becomes a path of the profile's tree. JavaScript frames (`JS:*name url:line:column`) keep their
@@ -12,7 +12,7 @@
  */
 import type { CallFrame, CpuProfile, ProfileNode } from './cpuprofile.js'
 
-/** The sampling interval perf was asked for (`perf record -F HZ`), as a time delta per sample in µs. */
+/** Each main thread's samples of `perf script -F pid,tid,ip,sym` output, by pid; `hz` is `perf record -F HZ`. */
 export function perfProfiles(script: string, hz: number): Map<number, CpuProfile> {
   const builders = new Map<number, ProfileBuilder>()
   const deltaUs = Math.round(1e6 / hz)

@@ -18,7 +18,7 @@ import { LogLimiter } from '../lib/log-limiter.js'
 import { NODE_NAME_PATTERN } from '../lib/ids.js'
 import { JoinReplayGuard, verifyJoinRequest, type JoinRequest, type JoinStamp } from '../lib/join-proof.js'
 import type { JoinAnswer } from '../replica/membership.js'
-import type { ProposalOutcome, RaftReplica } from '../replica/raft-replica.js'
+import type { RaftReplica } from '../replica/raft-replica.js'
 import type { ApplyResult, Command } from '../state/commands.js'
 import { encodeCommand } from '../state/store.js'
 import { checkCommand, validateCommand } from '../state/validate.js'
@@ -92,7 +92,8 @@ export class ClusterNode implements Cluster {
       const refusal = this.refusal(from, data)
       if (refusal !== undefined) throw refusal
       this.mustLead()
-      return this.withNamesIndex(await this.replica.proposeLocally(data))
+      const outcome = await this.replica.proposeLocally(data)
+      return { ...outcome, namesIndex: this.namesIndex() }
     })
     replica.handleRequests('propose-batch', (from, request) => this.serveBatch(from, request['commands']))
     replica.onLeadership(() => this.joinProofs.leadershipBegan(replica.environment.wallNow()))
@@ -247,19 +248,23 @@ export class ClusterNode implements Cluster {
         return refusal === undefined ? this.replica.proposeLocally(data) : Promise.reject(refusal)
       }),
     )
+    // Read once the whole batch has settled: the same for every outcome of it.
+    const namesIndex = this.namesIndex()
     return {
       outcomes: settled.map((outcome) => {
-        if (outcome.status === 'fulfilled') return this.withNamesIndex(outcome.value)
+        if (outcome.status === 'fulfilled') return { ...outcome.value, namesIndex }
         const error = outcome.reason instanceof WardenError ? outcome.reason : new WardenError('outcome_unknown', 'the write failed on the leader in an unexpected way; it may or may not have been applied')
         return { error: error.toWire() }
       }),
     }
   }
 
-  /** A forwarded write's answer, with the index of the last change to the tables its answer names (forward.ts). */
-  private withNamesIndex(outcome: ProposalOutcome): ReplicaResponse {
+  /** The index of the last change to the tables a forwarded write's answer names (forward.ts ReplicaResponse). */
+  private namesIndex(): number {
     const { state } = this.replica
-    return { ...outcome, namesIndex: Math.max(...LINKED_TABLES.map((table) => state.tableIndex(table))) }
+    let index = 0
+    for (const table of LINKED_TABLES) index = Math.max(index, state.tableIndex(table))
+    return index
   }
 
   /**
