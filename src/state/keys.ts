@@ -3,7 +3,7 @@
  * name or ID may contain, so prefix scans of one part never run into a neighbouring value.
  *
  *   r<table><key>                  the record (msgpack)
- *   u<table><index><value>         a unique index: the value names exactly one record key
+ *   u<table><index><value>         a unique index: the value names exactly one record key (uniqueTarget)
  *   x<table><index><value><key>    a non-unique index: one entry per record, empty value
  *   m applied                       the last applied log index (written in the same batch as every apply)
  *   m table-index<table>           the max index of a table, raised by creates, updates and deletes
@@ -40,6 +40,31 @@ export function uniqueKey(table: Table, index: string, value: string): string {
   return `u${SEP}${table}${SEP}${index}${SEP}${value}`
 }
 
+/**
+ * A unique index entry's value: the record key it names. A key that is a UUID in lower case (every AccessorID, policy
+ * and role ID a server makes) is stored as its 16 bytes, any other key as its UTF-8 bytes after one NUL byte (no
+ * record key holds NUL). An entry written before this form, the UTF-8 bytes alone, reads as it did: a UUID's text is
+ * 36 bytes, never 16. In the token secret index, whose keys land all over the key space, this is a fifth of what
+ * every memtable flush and compaction rewrites (docs/benchmarks.md, issue 22, tenth session).
+ */
+export function uniqueValue(recordKey: string): Buffer {
+  if (LOWER_UUID.test(recordKey)) return Buffer.from(recordKey.replace(DASHES, ''), 'hex')
+  return Buffer.concat([NUL_BYTE, Buffer.from(recordKey, 'utf8')])
+}
+
+/** The record key a unique index entry's value names (see uniqueValue). */
+export function uniqueTarget(value: Buffer): string {
+  if (value.length === 16) {
+    const hex = value.toString('hex')
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+  }
+  return value[0] === 0 ? value.toString('utf8', 1) : value.toString('utf8')
+}
+
+const LOWER_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const DASHES = /-/g
+const NUL_BYTE = Buffer.from([0])
+
 export function indexPrefix(table: Table, index: string, value: string): string {
   return `x${SEP}${table}${SEP}${index}${SEP}${value}${SEP}`
 }
@@ -59,6 +84,11 @@ export const RESTORE_KEY = `m${SEP}restore`
 export const STAGED_PREFIX = `s${SEP}`
 /** Written with sync to make every earlier write durable (see StateStore.sync). */
 export const SYNC_KEY = `m${SEP}sync`
+/**
+ * Present once every token secret index entry has the form secretDigest gives (secret-index-upgrade.ts): written by
+ * the store when it opens a state, after converting the entries an earlier build wrote.
+ */
+export const SECRET_INDEX_FORM_KEY = `m${SEP}secret-index-form`
 /** Written into a state staged from a leader's snapshot once it is complete; stays in it after the switch. */
 export const STAGED_MARK_KEY = `m${SEP}staged`
 

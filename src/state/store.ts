@@ -10,11 +10,12 @@ import { assert } from '../lib/assert.js'
 import { decode, encode } from './codec.js'
 import { dispatch } from './apply.js'
 import { applyError, COMMAND_VERSION, type ApplyResult, type Command } from './commands.js'
-import { APPLIED_KEY, BOOTSTRAP_KEY, RESTORE_KEY, SEP, STAGED_PREFIX, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
+import { APPLIED_KEY, BOOTSTRAP_KEY, RESTORE_KEY, SECRET_INDEX_FORM_KEY, SEP, STAGED_PREFIX, SYNC_KEY, TABLES, tableIndexKey, type Table } from './keys.js'
 import { APPLIED_DURING_RESTORE, isRestoreCommand, planRestore, RestoreBuild, STAGED_END, type RestoreCommand, type RestoreProgress } from './restore.js'
 import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
 import { KeyFilter } from './key-filter.js'
+import { SECRET_INDEX_FORM, upgradeSecretIndex } from './secret-index-upgrade.js'
 import { batchReader, dbReader, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
 import { isKnownCommand, validateCommand } from './validate.js'
@@ -186,6 +187,8 @@ export class StateStore {
   private currentReader: Reader
   private replacements = 0
   private replacing: Promise<void> | undefined
+  /** Whether the live state holds the mark that its secret index is all in this build's form (secret-index-upgrade.ts). */
+  private secretIndexMarked = false
 
   private constructor(
     db: StateDb,
@@ -235,6 +238,7 @@ export class StateStore {
   /** Opens the live database of `files` (the simulator passes a simulated disk). */
   static async openFiles(files: StateFiles): Promise<StateStore> {
     const store = new StateStore(await files.openDb('live'), files)
+    store.secretIndexMarked = await upgradeSecretIndex(store.currentDb)
     await store.loadIndexes()
     // A build left by a restore that is no longer open (abandoned or completed before a crash) is of no use.
     if (store.openRestore === undefined && (await files.exists('restore'))) await files.remove('restore')
@@ -283,6 +287,8 @@ export class StateStore {
     await this.currentDb.close()
     await switchDirectories(this.files)
     this.currentDb = await this.files.openDb('live')
+    // A staged state is this build's own, but a state left by a restore that an earlier build began may not be.
+    this.secretIndexMarked = await upgradeSecretIndex(this.currentDb)
     // Started, if a lookup wants it, at an apply batch of the new database, as at open.
     this.filter = new KeyFilter()
     this.applyReader = dbReader(this.currentDb, undefined, this.filter)
@@ -429,6 +435,7 @@ export class StateStore {
     const last = expected - 1
     for (const [table, index] of tableIndexes) batch.put(tableIndexKey(table), encode(index))
     batch.put(APPLIED_KEY, encode(last))
+    if (!this.secretIndexMarked) batch.put(SECRET_INDEX_FORM_KEY, SECRET_INDEX_FORM)
     const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = []
     for (const [key, value] of batch.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
     this.filter.beforeWrite(ops)
@@ -436,6 +443,7 @@ export class StateStore {
     // Deleted tokens' keys stay in the filter: once they are many, it is filled again, in the background.
     void this.filter.refillIfOvergrown(this.db)
     this.appliedIndex = last
+    this.secretIndexMarked = true
     for (const [table, index] of tableIndexes) this.tableIndexes.set(table, index)
     for (const { index, tables, records } of changes) {
       for (const listener of this.changeListeners) listener(tables, records, index)

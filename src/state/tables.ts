@@ -13,6 +13,7 @@ import {
   recordPrefix,
   SEP,
   uniqueKey,
+  uniqueTarget,
   type Table,
 } from './keys.js'
 import { decode } from './codec.js'
@@ -30,17 +31,31 @@ export interface TableSpec<R> {
 }
 
 /**
- * Tokens are found by a SHA-256 of their SecretID, so the index never holds a usable secret.
+ * Tokens are found by a SHA-256 of their SecretID, so the index never holds a usable secret: its first 16 bytes, in
+ * base64url (22 characters). The index spreads over the whole key space (its keys are hashes), so every memtable flush
+ * and compaction of the state rewrites it: 16 bytes rather than the whole digest in hex (64) halved the state's bytes
+ * per token create that do so (docs/benchmarks.md, issue 22, tenth session). 128 bits of SHA-256 are far beyond any
+ * collision among tokens, or a search for a secret that shares them.
  * - A UUID is digested in lower case: UUIDs compare without regard to case (Consul indexes SecretIDs as UUID bytes),
  *   so a secret created as `F62D…` works when sent as `F62D…` or as `f62d…`. Other secrets (an operator's initial
  *   management token may be any string) are digested as they are.
  * - No memo of the last secret: checking it would compare the secret a caller presents, in time that depends on the
  *   bytes, with the last real secret seen, and keep that secret in memory.
+ * A state an earlier build wrote holds the whole digest in hex; the store converts it when it opens the state
+ * (secret-index-upgrade.ts), since the first 16 bytes can be read from the hex without the secret.
  */
 export function secretDigest(secret: string): string {
-  // crypto.hash is the one-shot form: a third of createHash's cost, which builds a Hash object per call.
-  return hash('sha256', isUuid(secret) ? secret.toLowerCase() : secret, 'hex')
+  return digestOf(isUuid(secret) ? secret.toLowerCase() : secret)
 }
+
+/** The index form of the SHA-256 of `text` (see secretDigest). */
+function digestOf(text: string): string {
+  // crypto.hash is the one-shot form: a third of createHash's cost, which builds a Hash object per call.
+  return hash('sha256', text, 'buffer').toString('base64url', 0, SECRET_DIGEST_BYTES)
+}
+
+/** Bytes of a secret's SHA-256 that its index key keeps. */
+export const SECRET_DIGEST_BYTES = 16
 
 /**
  * The token whose secret is `secret`, by its digest. A state written before UUIDs were digested in lower case holds
@@ -51,7 +66,7 @@ export function secretDigest(secret: string): string {
 export async function tokenBySecret(reader: Reader, secret: string): Promise<AclToken | undefined> {
   const found = await getByUnique(reader, tokenSpec, 'secret', secretDigest(secret))
   if (found !== undefined || !isUuid(secret) || secret === secret.toLowerCase()) return found
-  const legacy = await getByUnique(reader, tokenSpec, 'secret', hash('sha256', secret, 'hex'))
+  const legacy = await getByUnique(reader, tokenSpec, 'secret', digestOf(secret))
   return legacy?.SecretID === secret ? legacy : undefined
 }
 
@@ -151,7 +166,7 @@ export function getRecord<R>(reader: Reader, spec: TableSpec<R>, key: string): P
 export async function getByUnique<R>(reader: Reader, spec: TableSpec<R>, index: string, value: string): Promise<R | undefined> {
   const key = await reader.get(uniqueKey(spec.table, index, value))
   if (key === undefined) return undefined
-  return getRecord(reader, spec, key.toString('utf8'))
+  return getRecord(reader, spec, uniqueTarget(key))
 }
 
 /** Record keys listed by a non-unique index value, in key order. */

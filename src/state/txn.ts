@@ -11,6 +11,7 @@ import {
   indexKey,
   recordKey,
   uniqueKey,
+  uniqueValue,
   type Table,
 } from './keys.js'
 
@@ -85,7 +86,7 @@ export class Txn implements Reader {
   }
 
   putUnique(table: Table, index: string, value: string, key: string): void {
-    this.put(uniqueKey(table, index, value), Buffer.from(key, 'utf8'))
+    this.put(uniqueKey(table, index, value), uniqueValue(key))
   }
 
   delUnique(table: Table, index: string, value: string): void {

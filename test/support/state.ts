@@ -32,7 +32,7 @@ import {
   type TokenCreate,
   type TokenUpdate,
 } from '../../src/state/commands.js'
-import { indexKey, uniqueKey } from '../../src/state/keys.js'
+import { indexKey, uniqueKey, uniqueTarget } from '../../src/state/keys.js'
 import { linkSpec } from '../../src/state/link.js'
 import { StateStore } from '../../src/state/store.js'
 import { authMethodSpec, bindingRuleSpec, configSpec, listRecords, policySpec, roleSpec, tokenSpec, type TableSpec } from '../../src/state/tables.js'
@@ -263,7 +263,9 @@ export async function indexProblems(store: StateStore): Promise<string[]> {
     if (!key.startsWith('u\u0000') && !key.startsWith('x\u0000')) continue
     const want = expected.get(key)
     if (want === undefined) problems.push(`stray index entry ${printable(key)}`)
-    else if (value.toString('utf8') !== want) problems.push(`${printable(key)} names ${value.toString('utf8')}, expected ${want}`)
+    else if (key.startsWith('u\u0000') ? uniqueTarget(value) !== want : value.length !== 0) {
+      problems.push(`${printable(key)} names ${printable(uniqueTarget(value))}, expected ${JSON.stringify(want)}`)
+    }
     expected.delete(key)
   }
   for (const key of expected.keys()) problems.push(`missing index entry ${printable(key)}`)

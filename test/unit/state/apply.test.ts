@@ -40,13 +40,17 @@ import { tokenHash } from '../../../src/state/acl-tokens.js'
 import {
   APPLIED_KEY,
   BOOTSTRAP_KEY,
+  SECRET_INDEX_FORM_KEY,
   nsKey,
   recordKey,
   TABLES,
   tableIndexKey,
   type Table,
   uniqueKey,
+  uniqueTarget,
+  uniqueValue,
 } from '../../../src/state/keys.js'
+import { upgradeSecretIndex } from '../../../src/state/secret-index-upgrade.js'
 import { configEntryKey } from '../../../src/state/config-entries.js'
 import { LINK_NAME, linkSpec } from '../../../src/state/link.js'
 import type { AclAuthMethod, AclBindingRule, AclPolicy, AclRole, AclToken, CloudLink, ConfigEntry } from '../../../src/state/records.js'
@@ -435,6 +439,8 @@ describe('state: apply', function () {
         { type: 'del', key: uniqueKey('token', 'secret', secretDigest(token.SecretID)) },
         { type: 'put', key: recordKey('token', token.AccessorID), value: encode(legacy) },
         { type: 'put', key: uniqueKey('token', 'secret', createHash('sha256').update(upper, 'utf8').digest('hex')), value: Buffer.from(token.AccessorID) },
+        // That build's index held whole digests in hex (secret-index-upgrade.ts), and no mark of the form.
+        { type: 'del', key: SECRET_INDEX_FORM_KEY },
       ])
       // The older build's state is what a store finds when it opens (its key filter is filled from it then).
       await h.reopen()
@@ -453,6 +459,86 @@ describe('state: apply', function () {
       expect(existing.AccessorID).to.equal(accessor(1))
       expect(await h.token(accessor(9))).to.equal(undefined)
       await h.fails(cmd.tokenCreate(tokenCreate(8, { SecretID: upper })), 'invalid_input')
+    })
+  })
+
+  describe('the secret index', function () {
+    it('keys a token by 16 bytes of its secret\'s SHA-256 in base64url, and names its AccessorID in 16 bytes', async function () {
+      await h.ok(cmd.init())
+      await h.ok(cmd.tokenCreate(tokenCreate(1)))
+      const digest = createHash('sha256').update(secret(1), 'utf8').digest()
+      const value = await h.store.db.get(uniqueKey('token', 'secret', digest.toString('base64url', 0, 16)))
+      expect(value?.toString('hex')).to.equal(accessor(1).replaceAll('-', ''))
+      expect(await h.store.db.get(uniqueKey('token', 'secret', digest.toString('hex')))).to.equal(undefined)
+    })
+
+    it('names a record key other than a lower-case UUID by its text, and reads entries of the older form', function () {
+      for (const key of [accessor(1), accessor(1).toUpperCase(), 'sixteen-bytes-ok', 'global-management', 'é', '']) {
+        expect(uniqueTarget(uniqueValue(key)), key).to.equal(key)
+      }
+      expect(uniqueValue(accessor(1))).to.have.length(16)
+      expect(uniqueValue('sixteen-bytes-ok')).to.have.length(17)
+      // What earlier builds wrote: the key's UTF-8 bytes alone.
+      expect(uniqueTarget(Buffer.from(accessor(1), 'utf8'))).to.equal(accessor(1))
+      expect(uniqueTarget(Buffer.from('policy-name', 'utf8'))).to.equal('policy-name')
+    })
+
+    it('is marked as all in this form by a new state\'s first apply batch, not when the state is opened', async function () {
+      expect(await h.store.db.get(SECRET_INDEX_FORM_KEY)).to.equal(undefined)
+      await h.reopen()
+      expect(await h.store.db.get(SECRET_INDEX_FORM_KEY)).to.equal(undefined)
+      await h.ok(cmd.init())
+      expect(await h.store.db.get(SECRET_INDEX_FORM_KEY)).to.not.equal(undefined)
+    })
+
+    describe('written by an earlier build (whole digests in hex)', function () {
+      /** Rewrites the index as that build held it: each entry under its secret's whole SHA-256 in hex, the AccessorID as text. */
+      async function toOlderForm(secrets: readonly string[], keep = 0): Promise<void> {
+        const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = [{ type: 'del', key: SECRET_INDEX_FORM_KEY }]
+        for (const [n, secretID] of secrets.entries()) {
+          if (n < keep) continue
+          const holder = await tokenBySecret(h.store.reader, secretID)
+          expect(holder, secretID).to.not.equal(undefined)
+          ops.push({ type: 'del', key: uniqueKey('token', 'secret', secretDigest(secretID)) })
+          ops.push({ type: 'put', key: uniqueKey('token', 'secret', createHash('sha256').update(secretID.toLowerCase(), 'utf8').digest('hex')), value: Buffer.from(holder!.AccessorID, 'utf8') })
+        }
+        await h.store.db.batch(ops)
+      }
+
+      async function secretIndexKeys(): Promise<string[]> {
+        const prefix = uniqueKey('token', 'secret', '')
+        return (await dump(h.store)).map(([key]) => key).filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length))
+      }
+
+      it('is converted when the store opens it: every token is found by its secret, and no whole digest is left', async function () {
+        await h.ok(cmd.init())
+        for (let n = 1; n <= 5; n++) await h.ok(cmd.tokenCreate(tokenCreate(n)))
+        const secrets = [1, 2, 3, 4, 5].map((n) => secret(n))
+        const indexed = (await secretIndexKeys()).length
+        await toOlderForm(secrets)
+        expect((await secretIndexKeys()).filter((digest) => digest.length === 64)).to.have.length(5)
+        expect(await tokenBySecret(h.store.reader, secret(1)), 'not found before the conversion').to.equal(undefined)
+        await h.reopen()
+        for (const [n, secretID] of secrets.entries()) expect((await tokenBySecret(h.store.reader, secretID))?.AccessorID).to.equal(accessor(n + 1))
+        const digests = await secretIndexKeys()
+        expect(digests).to.have.length(indexed)
+        expect(digests.every((digest) => digest.length === 22)).to.equal(true)
+        expect(await h.store.db.get(SECRET_INDEX_FORM_KEY)).to.not.equal(undefined)
+        // A new token may not take a converted secret.
+        await h.fails(cmd.tokenCreate(tokenCreate(9, { SecretID: secret(3) })), 'invalid_input', 'SecretID')
+        // Marked: the next open reads the mark alone.
+        expect(await upgradeSecretIndex(h.store.db)).to.equal(true)
+      })
+
+      it('is converted the rest of the way after a conversion stopped part-way', async function () {
+        await h.ok(cmd.init())
+        for (let n = 1; n <= 4; n++) await h.ok(cmd.tokenCreate(tokenCreate(n)))
+        const secrets = [1, 2, 3, 4].map((n) => secret(n))
+        await toOlderForm(secrets, 2)
+        expect(await upgradeSecretIndex(h.store.db)).to.equal(true)
+        for (const [n, secretID] of secrets.entries()) expect((await tokenBySecret(h.store.reader, secretID))?.AccessorID).to.equal(accessor(n + 1))
+        expect((await secretIndexKeys()).filter((digest) => digest.length !== 22)).to.deep.equal([])
+      })
     })
   })
 
