@@ -15,6 +15,7 @@ import { APPLIED_DURING_RESTORE, isRestoreCommand, planRestore, RestoreBuild, ST
 import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
 import { KeyFilter } from './key-filter.js'
+import { RecordCache } from './record-cache.js'
 import { SECRET_INDEX_FORM, upgradeSecretIndex } from './secret-index-upgrade.js'
 import { batchReader, dbReader, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
@@ -184,6 +185,8 @@ export class StateStore {
   private filter: KeyFilter
   /** The live database through the filter: for apply, whose lookups of new tokens' keys are what it is for. */
   private applyReader: Reader
+  /** Policies, roles, auth methods and binding rules, as apply reads them (record-cache.ts). */
+  private readonly recordCache = new RecordCache()
   private currentReader: Reader
   private replacements = 0
   private replacing: Promise<void> | undefined
@@ -197,7 +200,7 @@ export class StateStore {
   ) {
     this.currentDb = db
     this.filter = new KeyFilter()
-    this.applyReader = dbReader(db, undefined, this.filter)
+    this.applyReader = this.recordCache.reader(dbReader(db, undefined, this.filter))
     this.currentReader = dbReader(db)
   }
 
@@ -291,7 +294,8 @@ export class StateStore {
     this.secretIndexMarked = await upgradeSecretIndex(this.currentDb)
     // Started, if a lookup wants it, at an apply batch of the new database, as at open.
     this.filter = new KeyFilter()
-    this.applyReader = dbReader(this.currentDb, undefined, this.filter)
+    this.recordCache.clear()
+    this.applyReader = this.recordCache.reader(dbReader(this.currentDb, undefined, this.filter))
     this.currentReader = dbReader(this.currentDb)
     await this.loadIndexes()
     for (const listener of this.resetListeners) listener()
@@ -367,6 +371,7 @@ export class StateStore {
     }
     this.filter.beforeWrite(step.ops)
     await this.currentDb.batch([...step.ops, { type: 'put', key: APPLIED_KEY, value: encode(index) }])
+    this.recordCache.written(step.ops)
     this.appliedIndex = index
     this.openRestore = step.open
     return step.result
@@ -440,6 +445,7 @@ export class StateStore {
     for (const [key, value] of batch.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
     this.filter.beforeWrite(ops)
     await this.db.batch(ops)
+    this.recordCache.written(ops)
     // Deleted tokens' keys stay in the filter: once they are many, it is filled again, in the background.
     void this.filter.refillIfOvergrown(this.db)
     this.appliedIndex = last
