@@ -18,8 +18,13 @@
 import { decode, encode } from '../state/codec.js'
 import type { Shipped, ShippedWrites } from '../state/store.js'
 
-/** Wire format version of a batch; a follower ignores batches of a version it does not know. */
-const BATCH_VERSION = 1
+/**
+ * Wire format version of a batch; a follower ignores batches of a version it does not know, and applies their entries
+ * itself. Version 2 since the state's token secret index took a shorter form (state/tables.ts secretDigest): a follower
+ * of either build that took the other's writes would hold index entries it cannot read, where applying the command
+ * itself writes its own form.
+ */
+export const BATCH_VERSION = 2
 /** Bytes of encoded writes per batch, at most (one entry's writes always fit, however large). */
 const BATCH_BYTES_MAX = 256 * 1024
 /** Batches a leader keeps for followers that have not been sent them yet. */

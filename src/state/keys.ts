@@ -3,7 +3,7 @@
  * name or ID may contain, so prefix scans of one part never run into a neighbouring value.
  *
  *   r<table><key>                  the record (msgpack)
- *   u<table><index><value>         a unique index: the value names exactly one record key (uniqueTarget)
+ *   u<table><index><value>         a unique index: the value names exactly one record key (uniqueValue)
  *   x<table><index><value><key>    a non-unique index: one entry per record, empty value
  *   m applied                       the last applied log index (written in the same batch as every apply)
  *   m table-index<table>           the max index of a table, raised by creates, updates and deletes
@@ -41,29 +41,35 @@ export function uniqueKey(table: Table, index: string, value: string): string {
 }
 
 /**
- * A unique index entry's value: the record key it names. A key that is a UUID in lower case (every AccessorID, policy
- * and role ID a server makes) is stored as its 16 bytes, any other key as its UTF-8 bytes after one NUL byte (no
- * record key holds NUL). An entry written before this form, the UTF-8 bytes alone, reads as it did: a UUID's text is
- * 36 bytes, never 16. In the token secret index, whose keys land all over the key space, this is a fifth of what
- * every memtable flush and compaction rewrites (docs/benchmarks.md, issue 22, tenth session).
+ * A unique index entry's value: the record key it names, as UTF-8, but in the token secret index, whose keys land all
+ * over the key space, so that every memtable flush and compaction rewrites them (docs/benchmarks.md, issue 22, tenth
+ * session): there an AccessorID that is a UUID in lower case (every one a server makes) is stored as its 16 bytes,
+ * and any other key as NUL and its UTF-8 bytes (no record key holds NUL), with a second NUL where that would make 16
+ * bytes. So a value of 16 bytes is a UUID's, whatever its first byte (the built-ins' start with zeros).
  */
-export function uniqueValue(recordKey: string): Buffer {
+export function uniqueValue(table: Table, index: string, recordKey: string): Buffer {
+  if (table !== 'token' || index !== 'secret') return Buffer.from(recordKey, 'utf8')
   if (LOWER_UUID.test(recordKey)) return Buffer.from(recordKey.replace(DASHES, ''), 'hex')
-  return Buffer.concat([NUL_BYTE, Buffer.from(recordKey, 'utf8')])
+  const text = Buffer.from(recordKey, 'utf8')
+  return Buffer.concat([text.length === 15 ? TWO_NULS : ONE_NUL, text])
 }
 
 /** The record key a unique index entry's value names (see uniqueValue). */
-export function uniqueTarget(value: Buffer): string {
+export function uniqueTarget(table: Table, index: string, value: Buffer): string {
+  if (table !== 'token' || index !== 'secret') return value.toString('utf8')
   if (value.length === 16) {
     const hex = value.toString('hex')
     return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
   }
-  return value[0] === 0 ? value.toString('utf8', 1) : value.toString('utf8')
+  let start = 0
+  while (start < value.length && value[start] === 0) start++
+  return value.toString('utf8', start)
 }
 
 const LOWER_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const DASHES = /-/g
-const NUL_BYTE = Buffer.from([0])
+const ONE_NUL = Buffer.from([0])
+const TWO_NULS = Buffer.from([0, 0])
 
 export function indexPrefix(table: Table, index: string, value: string): string {
   return `x${SEP}${table}${SEP}${index}${SEP}${value}${SEP}`

@@ -30,7 +30,6 @@ import {
   APPLIED_KEY,
   BOOTSTRAP_KEY,
   RESTORE_KEY,
-  SECRET_INDEX_FORM_KEY,
   SEP,
   STAGED_PREFIX,
   SYNC_KEY,
@@ -44,7 +43,6 @@ import {
   type Table,
 } from './keys.js'
 import type { StateDb } from './reader.js'
-import { SECRET_INDEX_FORM } from './secret-index-upgrade.js'
 import { COMPLETE_MARKER } from './snapshot.js'
 import { authMethodSpec, bindingRuleSpec, configSpec, policySpec, roleSpec, tokenSpec, type TableSpec } from './tables.js'
 import { linkSpec } from './link.js'
@@ -326,7 +324,7 @@ function restoredOps(key: string, value: Uint8Array, restoreIndex: number): Batc
   const ops: BatchOp[] = [put(key, encode(record))]
   for (const [name, valueOf] of Object.entries(spec.unique)) {
     const unique = valueOf(record)
-    if (unique !== undefined) ops.push(put(uniqueKey(table, name, unique), uniqueValue(recordKey)))
+    if (unique !== undefined) ops.push(put(uniqueKey(table, name, unique), uniqueValue(table, name, recordKey)))
   }
   for (const [name, valuesOf] of Object.entries(spec.multi)) {
     for (const item of new Set(valuesOf(record))) ops.push(put(indexKey(table, name, item, recordKey), EMPTY))
@@ -408,8 +406,8 @@ export class RestoreBuild {
     }
     for (const table of TABLES) ops.push(put(tableIndexKey(table), encode(index)))
     ops.push(put(APPLIED_KEY, encode(index)))
-    // Every secret index entry of the restored state was written in this build's form.
-    ops.push(put(SECRET_INDEX_FORM_KEY, SECRET_INDEX_FORM))
+    // Not marked in this build's secret index form: chunks an earlier build added before a restart are in its form,
+    // which the store converts when it switches to this state (StateStore.replaceDatabase).
     await this.db.batch(ops)
     // Synced before it is marked complete: a complete restored state is one a crash cannot take back.
     await this.db.put(SYNC_KEY, encode(index), { sync: true })

@@ -7,7 +7,7 @@
  * the state is marked (SECRET_INDEX_FORM_KEY), and later opens read that one key instead of scanning the index.
  */
 import { encode } from './codec.js'
-import { SECRET_INDEX_FORM_KEY, prefixEnd, uniqueKey, uniqueTarget, uniqueValue } from './keys.js'
+import { SECRET_INDEX_FORM_KEY, prefixEnd, uniqueKey, uniqueValue } from './keys.js'
 import type { StateDb } from './reader.js'
 import { SECRET_DIGEST_BYTES } from './tables.js'
 
@@ -34,7 +34,8 @@ export async function upgradeSecretIndex(db: StateDb): Promise<boolean> {
     const digest = key.slice(prefix.length)
     if (!OLD_DIGEST.test(digest)) continue
     const shortened = Buffer.from(digest, 'hex').toString('base64url', 0, SECRET_DIGEST_BYTES)
-    ops.push({ type: 'del', key }, { type: 'put', key: prefix + shortened, value: uniqueValue(uniqueTarget(value)) })
+    // That build wrote the AccessorID as text.
+    ops.push({ type: 'del', key }, { type: 'put', key: prefix + shortened, value: uniqueValue('token', 'secret', value.toString('utf8')) })
     converted++
     if (ops.length >= 2 * BATCH_ENTRIES) {
       await db.batch(ops)

@@ -166,7 +166,7 @@ export function getRecord<R>(reader: Reader, spec: TableSpec<R>, key: string): P
 export async function getByUnique<R>(reader: Reader, spec: TableSpec<R>, index: string, value: string): Promise<R | undefined> {
   const key = await reader.get(uniqueKey(spec.table, index, value))
   if (key === undefined) return undefined
-  return getRecord(reader, spec, uniqueTarget(key))
+  return getRecord(reader, spec, uniqueTarget(spec.table, index, key))
 }
 
 /** Record keys listed by a non-unique index value, in key order. */

@@ -86,7 +86,7 @@ export class Txn implements Reader {
   }
 
   putUnique(table: Table, index: string, value: string, key: string): void {
-    this.put(uniqueKey(table, index, value), uniqueValue(key))
+    this.put(uniqueKey(table, index, value), uniqueValue(table, index, key))
   }
 
   delUnique(table: Table, index: string, value: string): void {

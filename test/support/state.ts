@@ -32,7 +32,7 @@ import {
   type TokenCreate,
   type TokenUpdate,
 } from '../../src/state/commands.js'
-import { indexKey, uniqueKey, uniqueTarget } from '../../src/state/keys.js'
+import { indexKey, uniqueKey, uniqueTarget, type Table } from '../../src/state/keys.js'
 import { linkSpec } from '../../src/state/link.js'
 import { StateStore } from '../../src/state/store.js'
 import { authMethodSpec, bindingRuleSpec, configSpec, listRecords, policySpec, roleSpec, tokenSpec, type TableSpec } from '../../src/state/tables.js'
@@ -238,6 +238,12 @@ export function expectSameContents(actual: Entry[], expected: Entry[]): void {
   }
 }
 
+/** The record key a unique index entry names, by the table and index its key names. */
+function uniqueTargetOf(key: string, value: Buffer): string {
+  const [, table, index] = key.split('\u0000')
+  return uniqueTarget(table as Table, index ?? '', value)
+}
+
 /**
  * Index entries that do not match the records, over every table with records (tokens, policies, roles, auth methods,
  * binding rules, config entries, the link): every unique and non-unique entry a record implies must exist, and no
@@ -263,8 +269,8 @@ export async function indexProblems(store: StateStore): Promise<string[]> {
     if (!key.startsWith('u\u0000') && !key.startsWith('x\u0000')) continue
     const want = expected.get(key)
     if (want === undefined) problems.push(`stray index entry ${printable(key)}`)
-    else if (key.startsWith('u\u0000') ? uniqueTarget(value) !== want : value.length !== 0) {
-      problems.push(`${printable(key)} names ${printable(uniqueTarget(value))}, expected ${JSON.stringify(want)}`)
+    else if (key.startsWith('u\u0000') ? uniqueTargetOf(key, value) !== want : value.length !== 0) {
+      problems.push(`${printable(key)} names ${printable(uniqueTargetOf(key, value))}, expected ${JSON.stringify(want)}`)
     }
     expected.delete(key)
   }

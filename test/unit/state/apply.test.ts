@@ -51,6 +51,7 @@ import {
   uniqueValue,
 } from '../../../src/state/keys.js'
 import { upgradeSecretIndex } from '../../../src/state/secret-index-upgrade.js'
+import { COMPLETE_MARKER, switchToStagedState } from '../../../src/state/snapshot.js'
 import { configEntryKey } from '../../../src/state/config-entries.js'
 import { LINK_NAME, linkSpec } from '../../../src/state/link.js'
 import type { AclAuthMethod, AclBindingRule, AclPolicy, AclRole, AclToken, CloudLink, ConfigEntry } from '../../../src/state/records.js'
@@ -472,15 +473,16 @@ describe('state: apply', function () {
       expect(await h.store.db.get(uniqueKey('token', 'secret', digest.toString('hex')))).to.equal(undefined)
     })
 
-    it('names a record key other than a lower-case UUID by its text, and reads entries of the older form', function () {
-      for (const key of [accessor(1), accessor(1).toUpperCase(), 'sixteen-bytes-ok', 'global-management', 'é', '']) {
-        expect(uniqueTarget(uniqueValue(key)), key).to.equal(key)
+    it('names an AccessorID other than a lower-case UUID by its text, whatever its length; other indexes keep the text', function () {
+      const secretValue = (key: string) => uniqueValue('token', 'secret', key)
+      const secretTarget = (value: Buffer) => uniqueTarget('token', 'secret', value)
+      // 15 bytes of text would make 16 with one NUL before them: the length of a UUID's bytes.
+      for (const key of [accessor(1), ANONYMOUS_TOKEN_ID, accessor(1).toUpperCase(), 'fifteen-bytes-x', 'sixteen-bytes-ok', 'é', '']) {
+        expect(secretTarget(secretValue(key)), key).to.equal(key)
+        expect(secretValue(key).length === 16, key).to.equal(key === accessor(1) || key === ANONYMOUS_TOKEN_ID)
       }
-      expect(uniqueValue(accessor(1))).to.have.length(16)
-      expect(uniqueValue('sixteen-bytes-ok')).to.have.length(17)
-      // What earlier builds wrote: the key's UTF-8 bytes alone.
-      expect(uniqueTarget(Buffer.from(accessor(1), 'utf8'))).to.equal(accessor(1))
-      expect(uniqueTarget(Buffer.from('policy-name', 'utf8'))).to.equal('policy-name')
+      expect(uniqueValue('policy', 'name', accessor(1)).toString('utf8')).to.equal(accessor(1))
+      expect(uniqueTarget('policy', 'name', Buffer.from('0123456789abcdef'))).to.equal('0123456789abcdef')
     })
 
     it('is marked as all in this form by a new state\'s first apply batch, not when the state is opened', async function () {
@@ -523,11 +525,29 @@ describe('state: apply', function () {
         const digests = await secretIndexKeys()
         expect(digests).to.have.length(indexed)
         expect(digests.every((digest) => digest.length === 22)).to.equal(true)
+        // The AccessorIDs were written as text: they are now in 16 bytes.
+        const prefix = uniqueKey('token', 'secret', '')
+        for (const digest of digests) expect((await h.store.db.get(prefix + digest))?.length, digest).to.equal(16)
         expect(await h.store.db.get(SECRET_INDEX_FORM_KEY)).to.not.equal(undefined)
         // A new token may not take a converted secret.
         await h.fails(cmd.tokenCreate(tokenCreate(9, { SecretID: secret(3) })), 'invalid_input', 'SecretID')
         // Marked: the next open reads the mark alone.
         expect(await upgradeSecretIndex(h.store.db)).to.equal(true)
+      })
+
+      it('is converted when the store switches to a state in that form (a snapshot, or a restore an earlier build began)', async function () {
+        await h.ok(cmd.init())
+        for (let n = 1; n <= 3; n++) await h.ok(cmd.tokenCreate(tokenCreate(n)))
+        const secrets = [1, 2, 3].map((n) => secret(n))
+        await toOlderForm(secrets)
+        // The older state, staged beside the live one as a snapshot install or a restore build leaves it.
+        const staged = await h.store.files.openDb('restore')
+        await staged.batch((await dump(h.store)).map(([key, value]) => ({ type: 'put' as const, key, value: Buffer.from(value) })))
+        await staged.close()
+        await h.store.files.mark('restore', COMPLETE_MARKER)
+        await h.store.replace((files) => switchToStagedState(files, 'restore'))
+        for (const [n, secretID] of secrets.entries()) expect((await tokenBySecret(h.store.reader, secretID))?.AccessorID).to.equal(accessor(n + 1))
+        expect((await secretIndexKeys()).filter((digest) => digest.length !== 22)).to.deep.equal([])
       })
 
       it('is converted the rest of the way after a conversion stopped part-way', async function () {
