@@ -42,6 +42,7 @@ import {
   BOOTSTRAP_KEY,
   SECRET_INDEX_FORM_KEY,
   nsKey,
+  prefixEnd,
   recordKey,
   TABLES,
   tableIndexKey,
@@ -548,6 +549,34 @@ describe('state: apply', function () {
         await h.store.replace((files) => switchToStagedState(files, 'restore'))
         for (const [n, secretID] of secrets.entries()) expect((await tokenBySecret(h.store.reader, secretID))?.AccessorID).to.equal(accessor(n + 1))
         expect((await secretIndexKeys()).filter((digest) => digest.length !== 22)).to.deep.equal([])
+      })
+
+      it('is converted in bounded batches, however many entries there are', async function () {
+        const prefix = uniqueKey('token', 'secret', '')
+        const entries = 25_003
+        const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = [{ type: 'del', key: SECRET_INDEX_FORM_KEY }]
+        for (let n = 0; n < entries; n++) ops.push({ type: 'put', key: prefix + createHash('sha256').update(`secret ${n}`).digest('hex'), value: Buffer.from(accessor(n + 1)) })
+        await h.store.db.batch(ops)
+        let batches = 0
+        const db = h.store.db as unknown as { batch(ops: unknown[]): Promise<void> }
+        const batch = db.batch.bind(db)
+        db.batch = (written: unknown[]) => {
+          batches++
+          return batch(written)
+        }
+        try {
+          expect(await upgradeSecretIndex(h.store.db)).to.equal(true)
+        } finally {
+          db.batch = batch
+        }
+        expect(batches).to.equal(3)
+        const digests = await secretIndexKeys()
+        expect(digests).to.have.length(entries)
+        expect(digests.every((digest) => digest.length === 22)).to.equal(true)
+        const digest = createHash('sha256').update('secret 7').digest().toString('base64url', 0, 16)
+        expect(uniqueTarget('token', 'secret', (await h.store.db.get(prefix + digest))!)).to.equal(accessor(8))
+        // Entries of no token: gone again, for the index check after each test.
+        await h.store.db.clear({ gte: prefix, lt: prefixEnd(prefix) })
       })
 
       it('is converted the rest of the way after a conversion stopped part-way', async function () {
