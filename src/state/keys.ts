@@ -91,8 +91,8 @@ export const STAGED_PREFIX = `s${SEP}`
 /** Written with sync to make every earlier write durable (see StateStore.sync). */
 export const SYNC_KEY = `m${SEP}sync`
 /**
- * Present once every token secret index entry has the form secretDigest gives (secret-index-upgrade.ts): written by
- * the store when it opens a state, after converting the entries an earlier build wrote.
+ * Present once every token secret index entry has the form secretDigest gives (secret-index-upgrade.ts): written when
+ * the store opens a state and converts entries an earlier build wrote, or else with the store's next apply batch.
  */
 export const SECRET_INDEX_FORM_KEY = `m${SEP}secret-index-form`
 /** Written into a state staged from a leader's snapshot once it is complete; stays in it after the switch. */

@@ -10,6 +10,9 @@ import { prefixEnd } from './keys.js'
 
 export type StateDb = Level<string, Buffer>
 
+/** One write of a batch to a state database. */
+export type BatchOp = { type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }
+
 /**
  * LevelDB keeps a table file mapped into memory for as long as its table cache holds it open (up to 1,000 maps on a
  * 64-bit build), and every mapped page a read touched counts in the process's RSS. At a million tokens the state is

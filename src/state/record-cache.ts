@@ -9,19 +9,17 @@
  * its state nearly twice as much as its followers, which read nothing (docs/benchmarks.md, issue 22, tenth session).
  *
  * Consistency: the store updates the cache from each batch's writes right after LevelDB has taken the batch, before
- * anything else applies, and drops it whole when the state is replaced or a restore writes; only apply reads it, so
+ * anything else applies, and from each restore step's writes, and drops it whole when the state is replaced; only apply reads it, so
  * it never shows apply a record other than the one in LevelDB. Absent keys are not held. Bounded by RECORDS_MAX,
  * dropping the oldest held first.
  */
 import { recordPrefix, type Table } from './keys.js'
-import type { Reader } from './reader.js'
+import type { BatchOp, Reader } from './reader.js'
 
 const CACHED_TABLES: readonly Table[] = ['policy', 'role', 'auth-method', 'binding-rule']
 const CACHED_PREFIXES: readonly string[] = CACHED_TABLES.map((table) => recordPrefix(table))
 /** Records held at most: a thousand policies and as many roles fit, at a few MB. */
 export const RECORDS_MAX = 4096
-
-export type WriteOp = { type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }
 
 export class RecordCache {
   private readonly records = new Map<string, Buffer>()
@@ -50,7 +48,7 @@ export class RecordCache {
   }
 
   /** Takes on a batch LevelDB has written: what it put is held (if held before), what it deleted is not. */
-  written(ops: readonly WriteOp[]): void {
+  written(ops: readonly BatchOp[]): void {
     for (const op of ops) {
       if (!RecordCache.covers(op.key)) continue
       // A copy: an encoded value may be a view of a larger buffer the encoder shares, which holding it would pin.

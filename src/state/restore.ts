@@ -42,7 +42,7 @@ import {
   uniqueValue,
   type Table,
 } from './keys.js'
-import type { StateDb } from './reader.js'
+import type { BatchOp, StateDb } from './reader.js'
 import { COMPLETE_MARKER } from './snapshot.js'
 import { authMethodSpec, bindingRuleSpec, configSpec, policySpec, roleSpec, tokenSpec, type TableSpec } from './tables.js'
 import { linkSpec } from './link.js'
@@ -213,8 +213,6 @@ export function nextDigest(previous: string, pairs: ReadonlyArray<readonly [stri
   }
   return hash.digest('hex')
 }
-
-export type BatchOp = { type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }
 
 /**
  * What a restore command does to the state, decided from the command and the open restore alone: the writes (the

@@ -8,7 +8,7 @@
  */
 import { encode } from './codec.js'
 import { SECRET_INDEX_FORM_KEY, prefixEnd, uniqueKey, uniqueValue } from './keys.js'
-import type { StateDb } from './reader.js'
+import type { BatchOp, StateDb } from './reader.js'
 import { SECRET_DIGEST_BYTES } from './tables.js'
 
 /** The mark's value: the form the index is in. */
@@ -27,7 +27,7 @@ export async function upgradeSecretIndex(db: StateDb): Promise<boolean> {
   if ((await db.get(SECRET_INDEX_FORM_KEY)) !== undefined) return true
   const prefix = uniqueKey('token', 'secret', '')
   let converted = 0
-  let ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = []
+  let ops: BatchOp[] = []
   // The iterator reads a snapshot of the state as it was when it began: the entries written meanwhile (in the same
   // range) are not seen again.
   for await (const [key, value] of db.iterator({ gte: prefix, lt: prefixEnd(prefix) })) {

@@ -17,7 +17,7 @@ import { directoryFiles, type StateFiles } from './files.js'
 import { KeyFilter } from './key-filter.js'
 import { RecordCache } from './record-cache.js'
 import { SECRET_INDEX_FORM, upgradeSecretIndex } from './secret-index-upgrade.js'
-import { batchReader, dbReader, type Reader, type StateDb } from './reader.js'
+import { batchReader, dbReader, type BatchOp, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
 import { isKnownCommand, validateCommand } from './validate.js'
 import { Watches } from './watch.js'
@@ -441,7 +441,7 @@ export class StateStore {
     for (const [table, index] of tableIndexes) batch.put(tableIndexKey(table), encode(index))
     batch.put(APPLIED_KEY, encode(last))
     if (!this.secretIndexMarked) batch.put(SECRET_INDEX_FORM_KEY, SECRET_INDEX_FORM)
-    const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = []
+    const ops: BatchOp[] = []
     for (const [key, value] of batch.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
     this.filter.beforeWrite(ops)
     await this.db.batch(ops)

@@ -33,8 +33,9 @@ export interface TableSpec<R> {
 /**
  * Tokens are found by a SHA-256 of their SecretID, so the index never holds a usable secret: its first 16 bytes, in
  * base64url (22 characters). The index spreads over the whole key space (its keys are hashes), so every memtable flush
- * and compaction of the state rewrites it: 16 bytes rather than the whole digest in hex (64) halved the state's bytes
- * per token create that do so (docs/benchmarks.md, issue 22, tenth session). 128 bits of SHA-256 are far beyond any
+ * and compaction of the state rewrites it: 16 bytes rather than the whole digest in hex (64), with the AccessorID in 16
+ * bytes (keys.ts uniqueValue), took the bytes a token create flushes from 313 to 222 (docs/benchmarks.md, issue 22,
+ * tenth session). 128 bits of SHA-256 are far beyond any
  * collision among tokens, or a search for a secret that shares them.
  * - A UUID is digested in lower case: UUIDs compare without regard to case (Consul indexes SecretIDs as UUID bytes),
  *   so a secret created as `F62D…` works when sent as `F62D…` or as `f62d…`. Other secrets (an operator's initial

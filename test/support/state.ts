@@ -34,6 +34,7 @@ import {
 } from '../../src/state/commands.js'
 import { indexKey, uniqueKey, uniqueTarget, type Table } from '../../src/state/keys.js'
 import { linkSpec } from '../../src/state/link.js'
+import { COMPLETE_MARKER, switchToStagedState } from '../../src/state/snapshot.js'
 import { StateStore } from '../../src/state/store.js'
 import { authMethodSpec, bindingRuleSpec, configSpec, listRecords, policySpec, roleSpec, tokenSpec, type TableSpec } from '../../src/state/tables.js'
 import { useTempDirs, type TempDirs } from './temp-dir.js'
@@ -236,6 +237,15 @@ export function expectSameContents(actual: Entry[], expected: Entry[]): void {
     expect(a?.[0], `key #${position}: ${printable(a?.[0] ?? '<none>')} vs ${printable(b?.[0] ?? '<none>')}`).to.equal(b?.[0])
     expect(a?.[1].equals(b![1]), `value of ${printable(a![0])} differs`).to.equal(true)
   }
+}
+
+/** Replaces `store`'s state, as a snapshot install or a restore build does, with a copy of the pairs `keep` keeps. */
+export async function replaceWithCopy(store: StateStore, keep: (key: string) => boolean = () => true): Promise<void> {
+  const staged = await store.files.openDb('incoming')
+  await staged.batch((await dump(store)).filter(([key]) => keep(key)).map(([key, value]) => ({ type: 'put' as const, key, value })))
+  await staged.close()
+  await store.files.mark('incoming', COMPLETE_MARKER)
+  await store.replace((files) => switchToStagedState(files, 'incoming'))
 }
 
 /** The record key a unique index entry names, by the table and index its key names. */

@@ -52,7 +52,6 @@ import {
   uniqueValue,
 } from '../../../src/state/keys.js'
 import { upgradeSecretIndex } from '../../../src/state/secret-index-upgrade.js'
-import { COMPLETE_MARKER, switchToStagedState } from '../../../src/state/snapshot.js'
 import { configEntryKey } from '../../../src/state/config-entries.js'
 import { LINK_NAME, linkSpec } from '../../../src/state/link.js'
 import type { AclAuthMethod, AclBindingRule, AclPolicy, AclRole, AclToken, CloudLink, ConfigEntry } from '../../../src/state/records.js'
@@ -72,7 +71,7 @@ import {
   tokenBySecret,
   tokenSpec,
 } from '../../../src/state/tables.js'
-import { buildTokenCreate, commands, dump, expectSameContents, indexProblems, type Entry } from '../../support/state.js'
+import { buildTokenCreate, commands, dump, expectSameContents, indexProblems, replaceWithCopy, type Entry } from '../../support/state.js'
 import { useTempDirs, type TempDirs } from '../../support/temp-dir.js'
 
 const NOW = '2024-05-01T12:00:00Z'
@@ -541,12 +540,8 @@ describe('state: apply', function () {
         for (let n = 1; n <= 3; n++) await h.ok(cmd.tokenCreate(tokenCreate(n)))
         const secrets = [1, 2, 3].map((n) => secret(n))
         await toOlderForm(secrets)
-        // The older state, staged beside the live one as a snapshot install or a restore build leaves it.
-        const staged = await h.store.files.openDb('restore')
-        await staged.batch((await dump(h.store)).map(([key, value]) => ({ type: 'put' as const, key, value: Buffer.from(value) })))
-        await staged.close()
-        await h.store.files.mark('restore', COMPLETE_MARKER)
-        await h.store.replace((files) => switchToStagedState(files, 'restore'))
+        // The older state, switched to as a snapshot install or a restore build is.
+        await replaceWithCopy(h.store)
         for (const [n, secretID] of secrets.entries()) expect((await tokenBySecret(h.store.reader, secretID))?.AccessorID).to.equal(accessor(n + 1))
         expect((await secretIndexKeys()).filter((digest) => digest.length !== 22)).to.deep.equal([])
       })

@@ -10,9 +10,8 @@ import { join } from 'node:path'
 import type { ApplyResult, PolicyWrite } from '../../../src/state/commands.js'
 import { recordKey } from '../../../src/state/keys.js'
 import { RecordCache, RECORDS_MAX } from '../../../src/state/record-cache.js'
-import { COMPLETE_MARKER, switchToStagedState } from '../../../src/state/snapshot.js'
 import { StateStore } from '../../../src/state/store.js'
-import { buildTokenCreate, commands, indexProblems } from '../../support/state.js'
+import { buildTokenCreate, commands, indexProblems, replaceWithCopy } from '../../support/state.js'
 import { useTempDirs } from '../../support/temp-dir.js'
 
 const NOW = '2024-05-01T12:00:00Z'
@@ -82,14 +81,8 @@ describe('state/record-cache', function () {
     const store = await openStore()
     await expectOk(store.apply(commands.policyCreate(policy('linked')), ++index))
     await expectOk(createLinked(store))
-    // The new state: this one without the policy, staged beside it as a snapshot install leaves it.
-    const staged = await store.files.openDb('incoming')
-    const ops: Array<{ type: 'put'; key: string; value: Buffer }> = []
-    for await (const [key, value] of store.db.iterator()) if (key !== recordKey('policy', POLICY_ID)) ops.push({ type: 'put', key, value })
-    await staged.batch(ops)
-    await staged.close()
-    await store.files.mark('incoming', COMPLETE_MARKER)
-    await store.replace((files) => switchToStagedState(files, 'incoming'))
+    // The new state: this one without the policy, switched to as a snapshot install is.
+    await replaceWithCopy(store, (key) => key !== recordKey('policy', POLICY_ID))
     const linked = await createLinked(store)
     expect(linked.ok, 'a token linking a policy the state does not hold').to.equal(false)
   })
