@@ -1,9 +1,10 @@
 /**
  * An in-memory Bloom filter over the live state's keys that a token create looks up expecting to find none: the
- * token's record (its AccessorID) and its secret's unique index entry. Each of those lookups is a LevelDB miss, which
- * searches the memtables and every level's table (index block and on-disk filter) before it answers: on a loaded
- * leader the two cost about 8 µs of a token create's 130 µs of main-thread CPU (docs/benchmarks.md, issue 22, sixth
- * session). The filter answers most of them in a few hundred nanoseconds.
+ * token's record (its AccessorID). Each such lookup is a LevelDB miss, which searches the memtables and every level's
+ * table (index block and on-disk filter) before it answers: on a loaded leader it and the secret's lookup cost about
+ * 8 µs of a token create's 130 µs of main-thread CPU (docs/benchmarks.md, issue 22, sixth session). The filter answers
+ * most of them in a few hundred nanoseconds. (The secret's lookup no longer reaches LevelDB: its index is held in
+ * memory, secret-index.ts.)
  *
  * It may answer "maybe" for a key that is absent (about 0.3% per layer), never "absent" for a key that is present:
  * every key of the database was either seen by the scan that fills it, or added by the store before the batch that
@@ -17,20 +18,20 @@
  * into memory when restarted.
  *
  * It grows in layers of doubling capacity as keys are added: a key it may already hold (an update rewrites a token's
- * record and secret entry) is not added again. Deleted keys stay in it (a Bloom filter cannot remove one), so once
+ * record) is not added again. Deleted keys stay in it (a Bloom filter cannot remove one), so once
  * the keys deleted since it was filled are more than half of those it holds (tokens created and deleted, logins come
  * and gone), it is filled again from LevelDB beside the old layers, which answer meanwhile, and the new layers
  * replace them: its size follows the live state's, 2–4 bytes per key held (16 bits each once rounded to a power of
- * two, in layers up to twice what they hold), 4–8 MB at a million tokens.
+ * two, in layers up to twice what they hold), 2–4 MB at a million tokens.
  *
  * Keys are hashed as LevelDB will return them: a string with a lone surrogate is stored as UTF-8 with U+FFFD in its
  * place, so it is hashed in that form (no AccessorID or digest can hold one today; a restore archive could).
  */
-import { prefixEnd, recordPrefix, uniqueKey } from './keys.js'
+import { prefixEnd, recordPrefix } from './keys.js'
 import type { StateDb } from './reader.js'
 
 /** The key prefixes the filter holds. */
-export const FILTERED_PREFIXES: readonly string[] = [recordPrefix('token'), uniqueKey('token', 'secret', '')]
+export const FILTERED_PREFIXES: readonly string[] = [recordPrefix('token')]
 
 /** Keys the first layer holds at its designed rate; each later layer holds twice the one before. */
 const FIRST_LAYER_KEYS = 1 << 16

@@ -41,11 +41,11 @@ export function uniqueKey(table: Table, index: string, value: string): string {
 }
 
 /**
- * A unique index entry's value: the record key it names, as UTF-8, but in the token secret index, whose keys land all
- * over the key space, so that every memtable flush and compaction rewrites them (docs/benchmarks.md, issue 22, tenth
- * session): there an AccessorID that is a UUID in lower case (every one a server makes) is stored as its 16 bytes,
- * and any other key as NUL and its UTF-8 bytes (no record key holds NUL), with a second NUL where that would make 16
- * bytes. So a value of 16 bytes is a UUID's, whatever its first byte (the built-ins' start with zeros).
+ * A unique index entry's value: the record key it names, as UTF-8, but in the token secret index, which is held in
+ * memory in slots of 16 bytes for the AccessorID (secret-index.ts): there an AccessorID that is a UUID in lower case
+ * (every one a server makes) is written as its 16 bytes, and any other key as NUL and its UTF-8 bytes (no record key
+ * holds NUL), with a second NUL where that would make 16 bytes. So a value of 16 bytes is a UUID's, whatever its first
+ * byte (the built-ins' start with zeros).
  */
 export function uniqueValue(table: Table, index: string, recordKey: string): Buffer {
   if (table !== 'token' || index !== 'secret') return Buffer.from(recordKey, 'utf8')
@@ -91,10 +91,16 @@ export const STAGED_PREFIX = `s${SEP}`
 /** Written with sync to make every earlier write durable (see StateStore.sync). */
 export const SYNC_KEY = `m${SEP}sync`
 /**
- * Present once every token secret index entry has the form secretDigest gives (secret-index-upgrade.ts): written when
- * the store opens a state and converts entries an earlier build wrote, or else with the store's next apply batch.
+ * Says which form of the token secret index the state holds: "none" once it holds none (secret-index.ts keeps it in
+ * memory); written when the store opens a state and drops the entries an earlier build stored
+ * (secret-index-upgrade.ts), or else with the store's next apply batch.
  */
 export const SECRET_INDEX_FORM_KEY = `m${SEP}secret-index-form`
+/**
+ * The token secret index's entries, as the transaction code writes and reads them: never stored, since the index is
+ * held in memory (secret-index.ts); a state an earlier build wrote holds them until it is opened.
+ */
+export const SECRET_INDEX_PREFIX = uniqueKey('token', 'secret', '')
 /** Written into a state staged from a leader's snapshot once it is complete; stays in it after the switch. */
 export const STAGED_MARK_KEY = `m${SEP}staged`
 

@@ -6,7 +6,8 @@
 import { Level } from 'level'
 import { decode } from './codec.js'
 import type { KeyFilter } from './key-filter.js'
-import { prefixEnd } from './keys.js'
+import { prefixEnd, SECRET_INDEX_PREFIX } from './keys.js'
+import type { SecretIndex } from './secret-index.js'
 
 export type StateDb = Level<string, Buffer>
 
@@ -56,7 +57,19 @@ export interface Reader {
  * out of its answers, for reads that yield to the event loop between their parts (a paced list, lib/pace.ts), which
  * would otherwise mix states.
  */
-export function dbReader(db: StateDb, snapshot?: ReturnType<StateDb['snapshot']>, filter?: KeyFilter): Reader {
+export function dbReader(db: StateDb, snapshot?: ReturnType<StateDb['snapshot']>, filter?: KeyFilter, secrets?: SecretIndex): Reader {
+  const reader = storedReader(db, snapshot, filter)
+  if (secrets === undefined) return reader
+  // The token secret index is held in memory (secret-index.ts): its entries are answered from there, each checked
+  // against the token record as this reader reads it.
+  const readRecord = snapshot === undefined ? (key: string) => db.getSync(key) : (key: string) => db.getSync(key, { snapshot })
+  const get = reader.get
+  reader.get = async (key) => (key.startsWith(SECRET_INDEX_PREFIX) ? secrets.resolve(key.slice(SECRET_INDEX_PREFIX.length), readRecord) : get(key))
+  return reader
+}
+
+/** What `db` (or its `snapshot`) stores. */
+function storedReader(db: StateDb, snapshot?: ReturnType<StateDb['snapshot']>, filter?: KeyFilter): Reader {
   const range = (prefix: string): { gte: string; lt: string; snapshot?: ReturnType<StateDb['snapshot']> } => ({
     gte: prefix,
     lt: prefixEnd(prefix),

@@ -3,7 +3,7 @@
  * binding rules a login reads), held in memory for the store's apply, which is their only writer.
  *
  * Why: a LevelDB point read of a key that lives below level 0 consults every level-0 table on its way (each spans
- * nearly the whole key space: the token secret index is a hash), and LevelDB charges such a read to the first table
+ * most of the key space: a batch writes at the ends of several tables), and LevelDB charges such a read to the first table
  * it consulted; a table charged about once per 16 KiB of its size is compacted for it (LevelDB's seek compaction).
  * A leader's apply reads the policy its token creates link once per batch, a hundred times a second, and so compacted
  * its state nearly twice as much as its followers, which read nothing (docs/benchmarks.md, issue 22, tenth session).

@@ -404,8 +404,8 @@ export class RestoreBuild {
     }
     for (const table of TABLES) ops.push(put(tableIndexKey(table), encode(index)))
     ops.push(put(APPLIED_KEY, encode(index)))
-    // Not marked in this build's secret index form: chunks an earlier build added before a restart are in its form,
-    // which the store converts when it switches to this state (StateStore.replaceDatabase).
+    // Not marked as storing no secret index: an archive of an earlier build (format 1) stores one, which the store
+    // drops when it switches to this state (StateStore.replaceDatabase), before it fills the index from the tokens.
     await this.db.batch(ops)
     // Synced before it is marked complete: a complete restored state is one a crash cannot take back.
     await this.db.put(SYNC_KEY, encode(index), { sync: true })

@@ -16,7 +16,8 @@ import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
 import { KeyFilter } from './key-filter.js'
 import { RecordCache } from './record-cache.js'
-import { SECRET_INDEX_FORM, upgradeSecretIndex } from './secret-index-upgrade.js'
+import { SecretIndex } from './secret-index.js'
+import { SECRET_INDEX_FORM, dropStoredSecretIndex } from './secret-index-upgrade.js'
 import { batchReader, dbReader, type BatchOp, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
 import { isKnownCommand, validateCommand } from './validate.js'
@@ -190,18 +191,22 @@ export class StateStore {
   private currentReader: Reader
   private replacements = 0
   private replacing: Promise<void> | undefined
-  /** Whether the live state holds the mark that its secret index is all in this build's form (secret-index-upgrade.ts). */
+  /** Whether the live state holds the mark that it stores no secret index (secret-index-upgrade.ts). */
   private secretIndexMarked = false
+  /** The live state's token secret index, held in memory (secret-index.ts). */
+  private secrets: SecretIndex
 
   private constructor(
     db: StateDb,
     /** Where the live database is, and where a snapshot is staged beside it. */
     readonly files: StateFiles,
+    secrets: SecretIndex,
   ) {
     this.currentDb = db
+    this.secrets = secrets
     this.filter = new KeyFilter()
-    this.applyReader = this.recordCache.reader(dbReader(db, undefined, this.filter))
-    this.currentReader = dbReader(db)
+    this.applyReader = this.recordCache.reader(dbReader(db, undefined, this.filter, secrets))
+    this.currentReader = dbReader(db, undefined, undefined, secrets)
   }
 
   /** Resolves when the key filter's fill is done, at once when none started: whether it is in use (tests). */
@@ -231,7 +236,7 @@ export class StateStore {
   view(): { reader: Reader; close(): Promise<void> } {
     const db = this.currentDb
     const snapshot = db.snapshot()
-    return { reader: dbReader(db, snapshot), close: () => snapshot.close() }
+    return { reader: dbReader(db, snapshot, undefined, this.secrets), close: () => snapshot.close() }
   }
 
   static async open(directory: string): Promise<StateStore> {
@@ -240,8 +245,10 @@ export class StateStore {
 
   /** Opens the live database of `files` (the simulator passes a simulated disk). */
   static async openFiles(files: StateFiles): Promise<StateStore> {
-    const store = new StateStore(await files.openDb('live'), files)
-    store.secretIndexMarked = await upgradeSecretIndex(store.currentDb)
+    const db = await files.openDb('live')
+    const marked = await dropStoredSecretIndex(db)
+    const store = new StateStore(db, files, await SecretIndex.fill(db))
+    store.secretIndexMarked = marked
     await store.loadIndexes()
     // A build left by a restore that is no longer open (abandoned or completed before a crash) is of no use.
     if (store.openRestore === undefined && (await files.exists('restore'))) await files.remove('restore')
@@ -290,13 +297,14 @@ export class StateStore {
     await this.currentDb.close()
     await switchDirectories(this.files)
     this.currentDb = await this.files.openDb('live')
-    // A staged state is this build's own, but a state left by a restore that an earlier build began may not be.
-    this.secretIndexMarked = await upgradeSecretIndex(this.currentDb)
+    // A snapshot of a leader of an earlier build, or a restored archive an earlier build saved, stores a secret index.
+    this.secretIndexMarked = await dropStoredSecretIndex(this.currentDb)
+    this.secrets = await SecretIndex.fill(this.currentDb)
     // Started, if a lookup wants it, at an apply batch of the new database, as at open.
     this.filter = new KeyFilter()
     this.recordCache.clear()
-    this.applyReader = this.recordCache.reader(dbReader(this.currentDb, undefined, this.filter))
-    this.currentReader = dbReader(this.currentDb)
+    this.applyReader = this.recordCache.reader(dbReader(this.currentDb, undefined, this.filter, this.secrets))
+    this.currentReader = dbReader(this.currentDb, undefined, undefined, this.secrets)
     await this.loadIndexes()
     for (const listener of this.resetListeners) listener()
     this.watches.notifyAll()
@@ -370,7 +378,8 @@ export class StateStore {
       await this.currentDb.clear({ gte: STAGED_PREFIX, lt: STAGED_END })
     }
     this.filter.beforeWrite(step.ops)
-    await this.currentDb.batch([...step.ops, { type: 'put', key: APPLIED_KEY, value: encode(index) }])
+    await this.currentDb.batch([...SecretIndex.stored(step.ops), { type: 'put', key: APPLIED_KEY, value: encode(index) }])
+    this.secrets.written(step.ops)
     this.recordCache.written(step.ops)
     this.appliedIndex = index
     this.openRestore = step.open
@@ -444,7 +453,8 @@ export class StateStore {
     const ops: BatchOp[] = []
     for (const [key, value] of batch.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
     this.filter.beforeWrite(ops)
-    await this.db.batch(ops)
+    await this.db.batch(SecretIndex.stored(ops))
+    this.secrets.written(ops)
     this.recordCache.written(ops)
     // Deleted tokens' keys stay in the filter: once they are many, it is filled again, in the background.
     void this.filter.refillIfOvergrown(this.db)

@@ -32,18 +32,13 @@ export interface TableSpec<R> {
 
 /**
  * Tokens are found by a SHA-256 of their SecretID, so the index never holds a usable secret: its first 16 bytes, in
- * base64url (22 characters). The index spreads over the whole key space (its keys are hashes), so every memtable flush
- * and compaction of the state rewrites it: 16 bytes rather than the whole digest in hex (64), with the AccessorID in 16
- * bytes (keys.ts uniqueValue), took the bytes a token create flushes from 313 to 222 (docs/benchmarks.md, issue 22,
- * tenth session). 128 bits of SHA-256 are far beyond any
- * collision among tokens, or a search for a secret that shares them.
+ * base64url (22 characters). 128 bits of SHA-256 are far beyond any collision among tokens, or a search for a secret
+ * that shares them. The index is held in memory (secret-index.ts), rebuilt from the token records.
  * - A UUID is digested in lower case: UUIDs compare without regard to case (Consul indexes SecretIDs as UUID bytes),
  *   so a secret created as `F62D…` works when sent as `F62D…` or as `f62d…`. Other secrets (an operator's initial
  *   management token may be any string) are digested as they are.
  * - No memo of the last secret: checking it would compare the secret a caller presents, in time that depends on the
  *   bytes, with the last real secret seen, and keep that secret in memory.
- * A state an earlier build wrote holds the whole digest in hex; the store converts it when it opens the state
- * (secret-index-upgrade.ts), since the first 16 bytes can be read from the hex without the secret.
  */
 export function secretDigest(secret: string): string {
   return digestOf(isUuid(secret) ? secret.toLowerCase() : secret)
@@ -59,16 +54,12 @@ function digestOf(text: string): string {
 export const SECRET_DIGEST_BYTES = 16
 
 /**
- * The token whose secret is `secret`, by its digest. A state written before UUIDs were digested in lower case holds
- * the digest of a secret as it was given; only a configured initial management token could be stored with upper-case
- * letters, and it must keep working (and not be created a second time) after an upgrade: a UUID sent with upper-case
- * letters that is not found is looked for under that older digest too.
+ * The token whose secret is `secret`, by its digest. The index is rebuilt from the records with secretDigest, so a
+ * secret stored by a build that digested UUIDs as they were given (a configured initial management token with
+ * upper-case letters) is found like any other.
  */
 export async function tokenBySecret(reader: Reader, secret: string): Promise<AclToken | undefined> {
-  const found = await getByUnique(reader, tokenSpec, 'secret', secretDigest(secret))
-  if (found !== undefined || !isUuid(secret) || secret === secret.toLowerCase()) return found
-  const legacy = await getByUnique(reader, tokenSpec, 'secret', digestOf(secret))
-  return legacy?.SecretID === secret ? legacy : undefined
+  return getByUnique(reader, tokenSpec, 'secret', secretDigest(secret))
 }
 
 /** Expiry index values sort by time: milliseconds since the epoch, zero-padded. */

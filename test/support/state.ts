@@ -32,7 +32,7 @@ import {
   type TokenCreate,
   type TokenUpdate,
 } from '../../src/state/commands.js'
-import { indexKey, uniqueKey, uniqueTarget, type Table } from '../../src/state/keys.js'
+import { indexKey, SECRET_INDEX_PREFIX, uniqueKey, uniqueTarget, type Table } from '../../src/state/keys.js'
 import { linkSpec } from '../../src/state/link.js'
 import { COMPLETE_MARKER, switchToStagedState } from '../../src/state/snapshot.js'
 import { StateStore } from '../../src/state/store.js'
@@ -275,7 +275,20 @@ export async function indexProblems(store: StateStore): Promise<string[]> {
     }
   }
   const problems: string[] = []
+  // The token secret index is held in memory (src/state/secret-index.ts): each entry is looked up through the reader,
+  // and the database must store none.
+  for (const [key, want] of expected) {
+    if (!key.startsWith(SECRET_INDEX_PREFIX)) continue
+    const value = await store.reader.get(key)
+    if (value === undefined) problems.push(`secret index misses ${printable(key)}`)
+    else if (uniqueTarget('token', 'secret', value) !== want) problems.push(`${printable(key)} names ${printable(uniqueTarget('token', 'secret', value))}, expected ${JSON.stringify(want)}`)
+    expected.delete(key)
+  }
   for (const [key, value] of await dump(store)) {
+    if (key.startsWith(SECRET_INDEX_PREFIX)) {
+      problems.push(`stored secret index entry ${printable(key)}`)
+      continue
+    }
     if (!key.startsWith('u\u0000') && !key.startsWith('x\u0000')) continue
     const want = expected.get(key)
     if (want === undefined) problems.push(`stray index entry ${printable(key)}`)

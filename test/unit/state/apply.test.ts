@@ -41,8 +41,8 @@ import {
   APPLIED_KEY,
   BOOTSTRAP_KEY,
   SECRET_INDEX_FORM_KEY,
+  SECRET_INDEX_PREFIX,
   nsKey,
-  prefixEnd,
   recordKey,
   TABLES,
   tableIndexKey,
@@ -51,7 +51,8 @@ import {
   uniqueTarget,
   uniqueValue,
 } from '../../../src/state/keys.js'
-import { upgradeSecretIndex } from '../../../src/state/secret-index-upgrade.js'
+import { dropStoredSecretIndex, SECRET_INDEX_FORM } from '../../../src/state/secret-index-upgrade.js'
+import type { BatchOp } from '../../../src/state/reader.js'
 import { configEntryKey } from '../../../src/state/config-entries.js'
 import { LINK_NAME, linkSpec } from '../../../src/state/link.js'
 import type { AclAuthMethod, AclBindingRule, AclPolicy, AclRole, AclToken, CloudLink, ConfigEntry } from '../../../src/state/records.js'
@@ -429,29 +430,27 @@ describe('state: apply', function () {
 
   describe('a secret indexed before UUIDs were digested in lower case', function () {
     // What a state written by an older build holds for an initial management token configured in upper case: the
-    // record as given, and the digest of the secret as given.
+    // record as given, and the digest of the secret as given, stored.
     async function legacyToken(): Promise<string> {
-      olderIndex = true
       await h.ok(cmd.init())
       const upper = '1C2D3E4F-5A6B-4C7D-8E9F-0A1B2C3D4E0F'
       const token = await h.ok<AclToken>(cmd.ensure(tokenCreate(1)))
       const legacy = { ...token, SecretID: upper }
       await h.store.db.batch([
-        { type: 'del', key: uniqueKey('token', 'secret', secretDigest(token.SecretID)) },
         { type: 'put', key: recordKey('token', token.AccessorID), value: encode(legacy) },
         { type: 'put', key: uniqueKey('token', 'secret', createHash('sha256').update(upper, 'utf8').digest('hex')), value: Buffer.from(token.AccessorID) },
-        // That build's index held whole digests in hex (secret-index-upgrade.ts), and no mark of the form.
+        // That build's index held whole digests in hex, and no mark of the form.
         { type: 'del', key: SECRET_INDEX_FORM_KEY },
       ])
-      // The older build's state is what a store finds when it opens (its key filter is filled from it then).
+      // The older build's state is what a store finds when it opens (its secret index is filled from it then).
       await h.reopen()
       return upper
     }
 
-    it('is still found by the secret as it was given, and not by another spelling', async function () {
+    it('is found by the secret in either spelling, as any UUID secret is', async function () {
       const upper = await legacyToken()
       expect((await tokenBySecret(h.store.reader, upper))?.AccessorID).to.equal(accessor(1))
-      expect(await tokenBySecret(h.store.reader, upper.toLowerCase())).to.equal(undefined)
+      expect((await tokenBySecret(h.store.reader, upper.toLowerCase()))?.AccessorID).to.equal(accessor(1))
     })
 
     it('is not created a second time by the configured management token, nor taken by a new token', async function () {
@@ -460,17 +459,43 @@ describe('state: apply', function () {
       expect(existing.AccessorID).to.equal(accessor(1))
       expect(await h.token(accessor(9))).to.equal(undefined)
       await h.fails(cmd.tokenCreate(tokenCreate(8, { SecretID: upper })), 'invalid_input')
+      await h.fails(cmd.tokenCreate(tokenCreate(8, { SecretID: upper.toLowerCase() })), 'invalid_input')
     })
   })
 
   describe('the secret index', function () {
-    it('keys a token by 16 bytes of its secret\'s SHA-256 in base64url, and names its AccessorID in 16 bytes', async function () {
+    async function storedSecretEntries(): Promise<string[]> {
+      return (await dump(h.store)).map(([key]) => key).filter((key) => key.startsWith(SECRET_INDEX_PREFIX))
+    }
+
+    it('is held in memory: the state stores no entry, and a token is found by its secret, before and after a reopen', async function () {
       await h.ok(cmd.init())
       await h.ok(cmd.tokenCreate(tokenCreate(1)))
+      await h.ok(cmd.tokenCreate(tokenCreate(2)))
+      await h.ok(cmd.tokenDelete(accessor(2)))
+      expect(await storedSecretEntries()).to.deep.equal([])
+      // The entry the transaction code reads: 16 bytes of the secret's SHA-256 in base64url, naming the AccessorID in 16 bytes.
       const digest = createHash('sha256').update(secret(1), 'utf8').digest()
-      const value = await h.store.db.get(uniqueKey('token', 'secret', digest.toString('base64url', 0, 16)))
-      expect(value?.toString('hex')).to.equal(accessor(1).replaceAll('-', ''))
-      expect(await h.store.db.get(uniqueKey('token', 'secret', digest.toString('hex')))).to.equal(undefined)
+      expect((await h.store.reader.get(uniqueKey('token', 'secret', digest.toString('base64url', 0, 16))))?.toString('hex')).to.equal(accessor(1).replaceAll('-', ''))
+      for (const reopened of [false, true]) {
+        if (reopened) await h.reopen()
+        expect((await tokenBySecret(h.store.reader, secret(1)))?.AccessorID, `reopened: ${reopened}`).to.equal(accessor(1))
+        expect(await tokenBySecret(h.store.reader, secret(2)), `reopened: ${reopened}`).to.equal(undefined)
+        await h.fails(cmd.tokenCreate(tokenCreate(9, { SecretID: secret(1) })), 'invalid_input', 'SecretID')
+      }
+      expect(await storedSecretEntries()).to.deep.equal([])
+    })
+
+    it('sees a secret taken earlier in the same batch', async function () {
+      await h.ok(cmd.init())
+      const next = h.store.lastApplied + 1
+      const results = await h.store.applyBatch([
+        { command: cmd.tokenCreate(tokenCreate(1)), index: next },
+        { command: cmd.tokenCreate(tokenCreate(2, { SecretID: secret(1) })), index: next + 1 },
+      ])
+      h.index = next + 1
+      expect(results.map((result) => result.ok)).to.deep.equal([true, false])
+      expect(await h.token(accessor(2))).to.equal(undefined)
     })
 
     it('names an AccessorID other than a lower-case UUID by its text, whatever its length; other indexes keep the text', function () {
@@ -485,72 +510,62 @@ describe('state: apply', function () {
       expect(uniqueTarget('policy', 'name', Buffer.from('0123456789abcdef'))).to.equal('0123456789abcdef')
     })
 
-    it('is marked as all in this form by a new state\'s first apply batch, not when the state is opened', async function () {
+    it('is marked as not stored by a new state\'s first apply batch, not when the state is opened', async function () {
       expect(await h.store.db.get(SECRET_INDEX_FORM_KEY)).to.equal(undefined)
       await h.reopen()
       expect(await h.store.db.get(SECRET_INDEX_FORM_KEY)).to.equal(undefined)
       await h.ok(cmd.init())
-      expect(await h.store.db.get(SECRET_INDEX_FORM_KEY)).to.not.equal(undefined)
+      expect(await h.store.db.get(SECRET_INDEX_FORM_KEY)).to.deep.equal(SECRET_INDEX_FORM)
     })
 
-    describe('written by an earlier build (whole digests in hex)', function () {
-      /** Rewrites the index as that build held it: each entry under its secret's whole SHA-256 in hex, the AccessorID as text. */
-      async function toOlderForm(secrets: readonly string[], keep = 0): Promise<void> {
-        const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = [{ type: 'del', key: SECRET_INDEX_FORM_KEY }]
+    describe('stored by an earlier build', function () {
+      /** Stores the index as earlier builds did: each entry under its secret's whole SHA-256 in hex (the AccessorID as text), or under 16 bytes of it in base64url (in 16 bytes). */
+      async function storeOlderForms(secrets: readonly string[]): Promise<void> {
+        const ops: BatchOp[] = [{ type: 'put', key: SECRET_INDEX_FORM_KEY, value: encode('sha256-16-base64url') }]
         for (const [n, secretID] of secrets.entries()) {
-          if (n < keep) continue
           const holder = await tokenBySecret(h.store.reader, secretID)
           expect(holder, secretID).to.not.equal(undefined)
-          ops.push({ type: 'del', key: uniqueKey('token', 'secret', secretDigest(secretID)) })
-          ops.push({ type: 'put', key: uniqueKey('token', 'secret', createHash('sha256').update(secretID.toLowerCase(), 'utf8').digest('hex')), value: Buffer.from(holder!.AccessorID, 'utf8') })
+          const digest = createHash('sha256').update(secretID.toLowerCase(), 'utf8').digest()
+          ops.push(
+            n % 2 === 0
+              ? { type: 'put', key: uniqueKey('token', 'secret', digest.toString('hex')), value: Buffer.from(holder!.AccessorID, 'utf8') }
+              : { type: 'put', key: uniqueKey('token', 'secret', digest.toString('base64url', 0, 16)), value: uniqueValue('token', 'secret', holder!.AccessorID) },
+          )
         }
         await h.store.db.batch(ops)
       }
 
-      async function secretIndexKeys(): Promise<string[]> {
-        const prefix = uniqueKey('token', 'secret', '')
-        return (await dump(h.store)).map(([key]) => key).filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length))
-      }
-
-      it('is converted when the store opens it: every token is found by its secret, and no whole digest is left', async function () {
+      it('is dropped when the store opens it, and every token is found by its secret', async function () {
         await h.ok(cmd.init())
         for (let n = 1; n <= 5; n++) await h.ok(cmd.tokenCreate(tokenCreate(n)))
         const secrets = [1, 2, 3, 4, 5].map((n) => secret(n))
-        const indexed = (await secretIndexKeys()).length
-        await toOlderForm(secrets)
-        expect((await secretIndexKeys()).filter((digest) => digest.length === 64)).to.have.length(5)
-        expect(await tokenBySecret(h.store.reader, secret(1)), 'not found before the conversion').to.equal(undefined)
+        await storeOlderForms(secrets)
+        expect(await storedSecretEntries()).to.have.length(5)
         await h.reopen()
+        expect(await storedSecretEntries()).to.deep.equal([])
         for (const [n, secretID] of secrets.entries()) expect((await tokenBySecret(h.store.reader, secretID))?.AccessorID).to.equal(accessor(n + 1))
-        const digests = await secretIndexKeys()
-        expect(digests).to.have.length(indexed)
-        expect(digests.every((digest) => digest.length === 22)).to.equal(true)
-        // The AccessorIDs were written as text: they are now in 16 bytes.
-        const prefix = uniqueKey('token', 'secret', '')
-        for (const digest of digests) expect((await h.store.db.get(prefix + digest))?.length, digest).to.equal(16)
-        expect(await h.store.db.get(SECRET_INDEX_FORM_KEY)).to.not.equal(undefined)
-        // A new token may not take a converted secret.
+        expect(await h.store.db.get(SECRET_INDEX_FORM_KEY)).to.deep.equal(SECRET_INDEX_FORM)
+        // A new token may not take a secret of the state opened.
         await h.fails(cmd.tokenCreate(tokenCreate(9, { SecretID: secret(3) })), 'invalid_input', 'SecretID')
         // Marked: the next open reads the mark alone.
-        expect(await upgradeSecretIndex(h.store.db)).to.equal(true)
+        expect(await dropStoredSecretIndex(h.store.db)).to.equal(true)
       })
 
-      it('is converted when the store switches to a state in that form (a snapshot, or a restore an earlier build began)', async function () {
+      it('is dropped when the store switches to a state that stores it (a snapshot, or a restore of an earlier build\'s archive)', async function () {
         await h.ok(cmd.init())
         for (let n = 1; n <= 3; n++) await h.ok(cmd.tokenCreate(tokenCreate(n)))
         const secrets = [1, 2, 3].map((n) => secret(n))
-        await toOlderForm(secrets)
+        await storeOlderForms(secrets)
         // The older state, switched to as a snapshot install or a restore build is.
         await replaceWithCopy(h.store)
+        expect(await storedSecretEntries()).to.deep.equal([])
         for (const [n, secretID] of secrets.entries()) expect((await tokenBySecret(h.store.reader, secretID))?.AccessorID).to.equal(accessor(n + 1))
-        expect((await secretIndexKeys()).filter((digest) => digest.length !== 22)).to.deep.equal([])
       })
 
-      it('is converted in bounded batches, however many entries there are', async function () {
-        const prefix = uniqueKey('token', 'secret', '')
+      it('is dropped in bounded batches, however many entries there are', async function () {
         const entries = 25_003
-        const ops: Array<{ type: 'put'; key: string; value: Buffer } | { type: 'del'; key: string }> = [{ type: 'del', key: SECRET_INDEX_FORM_KEY }]
-        for (let n = 0; n < entries; n++) ops.push({ type: 'put', key: prefix + createHash('sha256').update(`secret ${n}`).digest('hex'), value: Buffer.from(accessor(n + 1)) })
+        const ops: BatchOp[] = []
+        for (let n = 0; n < entries; n++) ops.push({ type: 'put', key: SECRET_INDEX_PREFIX + createHash('sha256').update(`secret ${n}`).digest('hex'), value: Buffer.from(accessor(n + 1)) })
         await h.store.db.batch(ops)
         let batches = 0
         const db = h.store.db as unknown as { batch(ops: unknown[]): Promise<void> }
@@ -560,28 +575,25 @@ describe('state: apply', function () {
           return batch(written)
         }
         try {
-          expect(await upgradeSecretIndex(h.store.db)).to.equal(true)
+          expect(await dropStoredSecretIndex(h.store.db)).to.equal(true)
         } finally {
           db.batch = batch
         }
         expect(batches).to.equal(3)
-        const digests = await secretIndexKeys()
-        expect(digests).to.have.length(entries)
-        expect(digests.every((digest) => digest.length === 22)).to.equal(true)
-        const digest = createHash('sha256').update('secret 7').digest().toString('base64url', 0, 16)
-        expect(uniqueTarget('token', 'secret', (await h.store.db.get(prefix + digest))!)).to.equal(accessor(8))
-        // Entries of no token: gone again, for the index check after each test.
-        await h.store.db.clear({ gte: prefix, lt: prefixEnd(prefix) })
+        expect(await storedSecretEntries()).to.deep.equal([])
       })
 
-      it('is converted the rest of the way after a conversion stopped part-way', async function () {
+      it('is dropped the rest of the way after a drop stopped part-way', async function () {
         await h.ok(cmd.init())
         for (let n = 1; n <= 4; n++) await h.ok(cmd.tokenCreate(tokenCreate(n)))
         const secrets = [1, 2, 3, 4].map((n) => secret(n))
-        await toOlderForm(secrets, 2)
-        expect(await upgradeSecretIndex(h.store.db)).to.equal(true)
+        await storeOlderForms(secrets)
+        // Part of the entries were dropped, and the mark not written yet, when the server stopped.
+        const stored = await storedSecretEntries()
+        await h.store.db.batch(stored.slice(0, 2).map((key) => ({ type: 'del' as const, key })))
+        await h.reopen()
+        expect(await storedSecretEntries()).to.deep.equal([])
         for (const [n, secretID] of secrets.entries()) expect((await tokenBySecret(h.store.reader, secretID))?.AccessorID).to.equal(accessor(n + 1))
-        expect((await secretIndexKeys()).filter((digest) => digest.length !== 22)).to.deep.equal([])
       })
     })
   })

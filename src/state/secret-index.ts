@@ -1,0 +1,202 @@
+/**
+ * The token secret index, held in memory: which token holds a secret, by the secret's digest (tables.ts
+ * secretDigest). The state's database holds no such index. Its keys are hashes, so in LevelDB every memtable flush
+ * spanned the whole key space and each compaction rewrote level 1 with every other table in it: at a few hundred
+ * thousand tokens that index cost 40–60 µs of a token create's CPU over a cluster (docs/benchmarks.md, issue 22,
+ * tenth and eleventh sessions). The token records already hold every secret, so the index is rebuilt from them when
+ * a state is opened or replaced (fill), and kept up to date from each applied batch's writes (written).
+ *
+ * What the rest of the state sees does not change: the transaction code still writes and reads `u<token><secret>`
+ * entries; the store takes them out of each batch before LevelDB does (stored), and readers answer those keys from
+ * here (resolve), checked against the token record, as they read at that moment.
+ *
+ * Layout, for a small footprint: an open-addressing table (linear probing) of 24 bytes per slot, the digest's first
+ * 60 bits and the AccessorID's 16 bytes (every AccessorID a server makes is a UUID), at most three quarters full:
+ * 24–36 MB per million tokens. An AccessorID that is not a UUID (a restored archive could hold one) is kept in a map by
+ * the whole digest. 60 bits can be shared by two digests (about once in 10^6 states of a million tokens), so what the
+ * table gives is a list of candidates, and resolve reads each candidate's record and compares its secret's whole
+ * digest. A candidate that is no longer right (a shared fingerprint whose removal could not tell the two apart, below)
+ * is harmless for the same reason; an entry missing would not be, and the table never drops one it cannot tell.
+ */
+import { decode } from './codec.js'
+import { prefixEnd, recordKey, recordPrefix, SECRET_INDEX_PREFIX, uniqueTarget, uniqueValue } from './keys.js'
+import type { BatchOp, StateDb } from './reader.js'
+import { secretDigest } from './tables.js'
+
+const INITIAL_SLOTS = 1024
+const MAX_LOAD = 0.75
+const GROWTH = 1.5
+/** A slot's high fingerprint word when the slot is empty: fingerprints' words are 30 bits, so never this. */
+const EMPTY = 0xffffffff
+/** The AccessorID of a UUID, as uniqueValue stores it. */
+const UUID_BYTES = 16
+
+const BASE64URL = new Int8Array(128).fill(-1)
+for (const [at, char] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'].entries()) BASE64URL[char.charCodeAt(0)] = at
+
+/** A digest's first 60 bits as two 30-bit words, or undefined for a key that is not a digest in base64url. */
+function fingerprint(digest: string): [number, number] | undefined {
+  if (digest.length !== 22) return undefined
+  let high = 0
+  let low = 0
+  for (let n = 0; n < 10; n++) {
+    const code = digest.charCodeAt(n)
+    const bits = code < 128 ? BASE64URL[code]! : -1
+    if (bits < 0) return undefined
+    if (n < 5) high = high * 64 + bits
+    else low = low * 64 + bits
+  }
+  return [high, low]
+}
+
+export class SecretIndex {
+  private slots = INITIAL_SLOTS
+  /** Two words per slot: the fingerprint's high and low 30 bits; EMPTY in the first word marks a free slot. */
+  private prints = new Uint32Array(2 * INITIAL_SLOTS).fill(EMPTY)
+  /** Four words per slot: the AccessorID's 16 bytes, big-endian. */
+  private accessors = new Uint32Array(4 * INITIAL_SLOTS)
+  private used = 0
+  /** Entries the table cannot hold (an AccessorID that is not a UUID, a key that is not a digest), by digest. */
+  private readonly others = new Map<string, Buffer>()
+
+  /** Entries held. */
+  get size(): number {
+    return this.used + this.others.size
+  }
+
+  /** Fills the index from every token record of `db` (a state just opened or switched to: nothing else writes it). */
+  static async fill(db: StateDb): Promise<SecretIndex> {
+    const index = new SecretIndex()
+    const prefix = recordPrefix('token')
+    for await (const bytes of db.values({ gte: prefix, lt: prefixEnd(prefix) })) {
+      const token = decode<{ AccessorID: string; SecretID: string }>(bytes)
+      index.put(secretDigest(token.SecretID), uniqueValue('token', 'secret', token.AccessorID))
+    }
+    return index
+  }
+
+  /** `ops` without the index's entries: what LevelDB is to write of a batch. */
+  static stored(ops: readonly BatchOp[]): BatchOp[] {
+    return ops.filter((op) => !op.key.startsWith(SECRET_INDEX_PREFIX))
+  }
+
+  /** Takes in the index's entries among a batch's writes, once LevelDB has the rest. */
+  written(ops: readonly BatchOp[]): void {
+    for (const op of ops) {
+      if (!op.key.startsWith(SECRET_INDEX_PREFIX)) continue
+      const digest = op.key.slice(SECRET_INDEX_PREFIX.length)
+      if (op.type === 'put') this.put(digest, op.value)
+      else this.remove(digest)
+    }
+  }
+
+  /**
+   * The index entry's value (as uniqueValue gives it) of the token whose secret has `digest`, or undefined: each
+   * candidate's record is read with `readRecord` and its secret's digest compared whole.
+   */
+  resolve(digest: string, readRecord: (key: string) => Buffer | undefined): Buffer | undefined {
+    for (const value of this.candidates(digest)) {
+      const bytes = readRecord(recordKey('token', uniqueTarget('token', 'secret', value)))
+      if (bytes === undefined) continue
+      if (secretDigest(decode<{ SecretID: string }>(bytes).SecretID) === digest) return value
+    }
+    return undefined
+  }
+
+  /** The values of every entry that may be `digest`'s. */
+  candidates(digest: string): Buffer[] {
+    const found: Buffer[] = []
+    const other = this.others.get(digest)
+    if (other !== undefined) found.push(other)
+    const print = fingerprint(digest)
+    if (print === undefined) return found
+    for (let slot = print[0] % this.slots; this.prints[2 * slot] !== EMPTY; slot = (slot + 1) % this.slots) {
+      if (this.prints[2 * slot] === print[0] && this.prints[2 * slot + 1] === print[1]) found.push(this.valueAt(slot))
+    }
+    return found
+  }
+
+  put(digest: string, value: Buffer): void {
+    const print = fingerprint(digest)
+    if (print === undefined || value.length !== UUID_BYTES) {
+      this.others.set(digest, value)
+      return
+    }
+    let slot = print[0] % this.slots
+    for (; this.prints[2 * slot] !== EMPTY; slot = (slot + 1) % this.slots) {
+      // Written again (a token's record rewritten with its secret): held already.
+      if (this.prints[2 * slot] === print[0] && this.prints[2 * slot + 1] === print[1] && this.holdsValue(slot, value)) return
+    }
+    this.setSlot(slot, print[0], print[1], value)
+    this.used += 1
+    if (this.used > this.slots * MAX_LOAD) this.grow()
+  }
+
+  /**
+   * Removes `digest`'s entry. Where two entries share its fingerprint, it cannot tell which is `digest`'s: it keeps
+   * both, and resolve's check of the record passes over the one that is gone.
+   */
+  remove(digest: string): void {
+    this.others.delete(digest)
+    const print = fingerprint(digest)
+    if (print === undefined) return
+    let match = -1
+    for (let slot = print[0] % this.slots; this.prints[2 * slot] !== EMPTY; slot = (slot + 1) % this.slots) {
+      if (this.prints[2 * slot] !== print[0] || this.prints[2 * slot + 1] !== print[1]) continue
+      if (match !== -1) return
+      match = slot
+    }
+    if (match !== -1) this.clearSlot(match)
+  }
+
+  private valueAt(slot: number): Buffer {
+    const value = Buffer.allocUnsafe(UUID_BYTES)
+    for (let word = 0; word < 4; word++) value.writeUInt32BE(this.accessors[4 * slot + word]!, 4 * word)
+    return value
+  }
+
+  private holdsValue(slot: number, value: Buffer): boolean {
+    for (let word = 0; word < 4; word++) if (this.accessors[4 * slot + word] !== value.readUInt32BE(4 * word)) return false
+    return true
+  }
+
+  private setSlot(slot: number, high: number, low: number, value: Buffer): void {
+    this.prints[2 * slot] = high
+    this.prints[2 * slot + 1] = low
+    for (let word = 0; word < 4; word++) this.accessors[4 * slot + word] = value.readUInt32BE(4 * word)
+  }
+
+  /** Empties `slot`, and moves back the entries after it that probing would no longer reach (linear probing's delete). */
+  private clearSlot(slot: number): void {
+    this.prints[2 * slot] = EMPTY
+    this.used -= 1
+    let hole = slot
+    for (let next = (slot + 1) % this.slots; this.prints[2 * next] !== EMPTY; next = (next + 1) % this.slots) {
+      const home = this.prints[2 * next]! % this.slots
+      // The entry at `next` stays unless the hole lies on its probe path, from its home slot up to `next`.
+      const reachable = hole <= next ? home > hole && home <= next : home > hole || home <= next
+      if (reachable) continue
+      this.prints[2 * hole] = this.prints[2 * next]!
+      this.prints[2 * hole + 1] = this.prints[2 * next + 1]!
+      this.accessors.copyWithin(4 * hole, 4 * next, 4 * next + 4)
+      this.prints[2 * next] = EMPTY
+      hole = next
+    }
+  }
+
+  private grow(): void {
+    const { slots, prints, accessors } = this
+    this.slots = Math.ceil(slots * GROWTH)
+    this.prints = new Uint32Array(2 * this.slots).fill(EMPTY)
+    this.accessors = new Uint32Array(4 * this.slots)
+    for (let from = 0; from < slots; from++) {
+      const high = prints[2 * from]!
+      if (high === EMPTY) continue
+      let slot = high % this.slots
+      while (this.prints[2 * slot] !== EMPTY) slot = (slot + 1) % this.slots
+      this.prints[2 * slot] = high
+      this.prints[2 * slot + 1] = prints[2 * from + 1]!
+      this.accessors.set(accessors.subarray(4 * from, 4 * from + 4), 4 * slot)
+    }
+  }
+}

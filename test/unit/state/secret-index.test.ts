@@ -1,0 +1,106 @@
+/**
+ * The in-memory token secret index (src/state/secret-index.ts): its table keeps every entry through growth and
+ * removals, lists every entry that shares a fingerprint, never drops one it cannot tell apart, and resolve checks each
+ * candidate against the record.
+ */
+import { expect } from 'chai'
+import { createHash, randomUUID } from 'node:crypto'
+import { encode } from '../../../src/state/codec.js'
+import { SECRET_INDEX_PREFIX, recordKey, uniqueTarget, uniqueValue } from '../../../src/state/keys.js'
+import { SecretIndex } from '../../../src/state/secret-index.js'
+import { secretDigest } from '../../../src/state/tables.js'
+
+const valueOf = (accessor: string): Buffer => uniqueValue('token', 'secret', accessor)
+const accessorsOf = (values: Buffer[]): string[] => values.map((value) => uniqueTarget('token', 'secret', value)).sort()
+
+/** A digest in the index's form that shares exactly its first `shared` characters (6 bits each) with `digest`. */
+function sharing(digest: string, shared: number, n: number): string {
+  const tail = createHash('sha256').update(`${digest} ${n}`).digest().toString('base64url')
+  const differing = digest[shared] === 'A' ? 'B' : 'A'
+  return (digest.slice(0, shared) + differing + tail).slice(0, 22)
+}
+
+describe('SecretIndex (the token secret index in memory)', function () {
+  it('keeps every entry through growth and removals, and finds nothing it does not hold', function () {
+    const index = new SecretIndex()
+    const entries = Array.from({ length: 20_000 }, () => [secretDigest(randomUUID()), randomUUID()] as const)
+    for (const [digest, accessor] of entries) index.put(digest, valueOf(accessor))
+    expect(index.size).to.equal(entries.length)
+    // Every other entry goes: linear probing's removal moves the ones after it back, and none may be lost.
+    for (const [n, [digest]] of entries.entries()) if (n % 2 === 0) index.remove(digest)
+    expect(index.size).to.equal(entries.length / 2)
+    for (const [n, [digest, accessor]] of entries.entries()) {
+      expect(accessorsOf(index.candidates(digest)), `entry ${n}`).to.deep.equal(n % 2 === 0 ? [] : [accessor])
+    }
+    for (let n = 0; n < 1000; n++) expect(index.candidates(secretDigest(randomUUID()))).to.deep.equal([])
+  })
+
+  it('holds an entry written again once, and an AccessorID that is not a UUID, or a key that is not a digest, by the whole key', function () {
+    const index = new SecretIndex()
+    const digest = secretDigest(randomUUID())
+    const accessor = randomUUID()
+    index.put(digest, valueOf(accessor))
+    index.put(digest, valueOf(accessor))
+    expect(index.size).to.equal(1)
+    const named = secretDigest('an operator-chosen secret')
+    index.put(named, valueOf('not-a-uuid'))
+    index.put('short', valueOf(randomUUID()))
+    expect(accessorsOf(index.candidates(named))).to.deep.equal(['not-a-uuid'])
+    expect(index.candidates(sharing(named, 21, 1))).to.deep.equal([])
+    expect(index.candidates('short')).to.have.length(1)
+    index.remove(named)
+    index.remove('short')
+    expect(index.size).to.equal(1)
+  })
+
+  it('lists every entry that shares a fingerprint, and removes neither when it cannot tell which is meant', function () {
+    const index = new SecretIndex()
+    const first = secretDigest(randomUUID())
+    // The fingerprint is the first 10 characters (60 bits): these two differ after it.
+    const second = sharing(first, 10, 1)
+    const third = sharing(first, 9, 2)
+    const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()]
+    index.put(first, valueOf(a))
+    index.put(second, valueOf(b))
+    index.put(third, valueOf(c))
+    expect(accessorsOf(index.candidates(first))).to.deep.equal([a, b].sort())
+    expect(accessorsOf(index.candidates(third))).to.deep.equal([c])
+    index.remove(first)
+    expect(accessorsOf(index.candidates(second))).to.deep.equal([a, b].sort())
+    index.remove(third)
+    expect(index.candidates(third)).to.deep.equal([])
+  })
+
+  it('resolves a digest only to a token whose record holds a secret of that digest', function () {
+    const index = new SecretIndex()
+    const secret = randomUUID()
+    const digest = secretDigest(secret)
+    const [holder, other] = [randomUUID(), randomUUID()]
+    const records = new Map<string, Buffer>([
+      [recordKey('token', holder), encode({ AccessorID: holder, SecretID: secret.toUpperCase() })],
+      [recordKey('token', other), encode({ AccessorID: other, SecretID: randomUUID() })],
+    ])
+    // A candidate of a token that holds another secret (a shared fingerprint), and one of a token that is gone.
+    index.put(sharing(digest, 10, 1), valueOf(other))
+    index.put(sharing(digest, 10, 2), valueOf(randomUUID()))
+    const read = (key: string): Buffer | undefined => records.get(key)
+    expect(index.resolve(digest, read)).to.equal(undefined)
+    index.put(digest, valueOf(holder))
+    expect(uniqueTarget('token', 'secret', index.resolve(digest, read)!)).to.equal(holder)
+  })
+
+  it('takes its entries out of a batch for LevelDB, and in from it once written', function () {
+    const index = new SecretIndex()
+    const digest = secretDigest(randomUUID())
+    const accessor = randomUUID()
+    const ops = [
+      { type: 'put' as const, key: SECRET_INDEX_PREFIX + digest, value: valueOf(accessor) },
+      { type: 'put' as const, key: recordKey('token', accessor), value: Buffer.from('record') },
+    ]
+    expect(SecretIndex.stored(ops).map((op) => op.key)).to.deep.equal([recordKey('token', accessor)])
+    index.written(ops)
+    expect(accessorsOf(index.candidates(digest))).to.deep.equal([accessor])
+    index.written([{ type: 'del', key: SECRET_INDEX_PREFIX + digest }])
+    expect(index.candidates(digest)).to.deep.equal([])
+  })
+})
