@@ -18,7 +18,7 @@
  * digest. A candidate that is no longer right (a shared fingerprint whose removal could not tell the two apart, below)
  * is harmless for the same reason; an entry missing would not be, and the table never drops one it cannot tell.
  */
-import { decode } from './codec.js'
+import { decode, stringField } from './codec.js'
 import { prefixEnd, recordKey, recordPrefix, SECRET_INDEX_PREFIX, uniqueTarget, uniqueValue } from './keys.js'
 import type { BatchOp, StateDb } from './reader.js'
 import { secretDigest } from './tables.js'
@@ -30,6 +30,9 @@ const GROWTH = 1.5
 const EMPTY = 0xffffffff
 /** The AccessorID of a UUID, as uniqueValue stores it. */
 const UUID_BYTES = 16
+/** Token records the fill takes from LevelDB at a time, and the bytes it asks LevelDB to read ahead. */
+const FILL_ENTRIES = 1000
+const FILL_READ_BYTES = 1024 * 1024
 
 const BASE64URL = new Int8Array(128).fill(-1)
 for (const [at, char] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'].entries()) BASE64URL[char.charCodeAt(0)] = at
@@ -64,13 +67,23 @@ export class SecretIndex {
     return this.used + this.others.size
   }
 
-  /** Fills the index from every token record of `db` (a state just opened or switched to: nothing else writes it). */
+  /**
+   * Fills the index from every token record of `db` (a state just opened or switched to: nothing else writes it). Each
+   * record's SecretID is read without decoding the rest (codec.ts stringField), and its AccessorID from its key.
+   */
   static async fill(db: StateDb): Promise<SecretIndex> {
     const index = new SecretIndex()
     const prefix = recordPrefix('token')
-    for await (const bytes of db.values({ gte: prefix, lt: prefixEnd(prefix) })) {
-      const token = decode<{ AccessorID: string; SecretID: string }>(bytes)
-      index.put(secretDigest(token.SecretID), uniqueValue('token', 'secret', token.AccessorID))
+    const iterator = db.iterator({ gte: prefix, lt: prefixEnd(prefix), highWaterMarkBytes: FILL_READ_BYTES })
+    try {
+      for (let entries = await iterator.nextv(FILL_ENTRIES); entries.length > 0; entries = await iterator.nextv(FILL_ENTRIES)) {
+        for (const [key, bytes] of entries) {
+          const secret = stringField(bytes, 'SecretID') ?? decode<{ SecretID: string }>(bytes).SecretID
+          index.put(secretDigest(secret), uniqueValue('token', 'secret', key.slice(prefix.length)))
+        }
+      }
+    } finally {
+      await iterator.close()
     }
     return index
   }

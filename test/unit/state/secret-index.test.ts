@@ -5,7 +5,8 @@
  */
 import { expect } from 'chai'
 import { createHash, randomUUID } from 'node:crypto'
-import { encode } from '../../../src/state/codec.js'
+import { Packr } from 'msgpackr'
+import { decode, encode, stringField } from '../../../src/state/codec.js'
 import { SECRET_INDEX_PREFIX, recordKey, uniqueTarget, uniqueValue } from '../../../src/state/keys.js'
 import { SecretIndex } from '../../../src/state/secret-index.js'
 import { secretDigest } from '../../../src/state/tables.js'
@@ -102,5 +103,39 @@ describe('SecretIndex (the token secret index in memory)', function () {
     expect(accessorsOf(index.candidates(digest))).to.deep.equal([accessor])
     index.written([{ type: 'del', key: SECRET_INDEX_PREFIX + digest }])
     expect(index.candidates(digest)).to.deep.equal([])
+  })
+
+  describe('its fill reads a record\'s SecretID without decoding the rest (stringField)', function () {
+    it('finds a top-level string field past values of every msgpack type, as decode does', function () {
+      const record = {
+        AccessorID: randomUUID(),
+        Policies: [{ ID: randomUUID(), Name: 'p' }, { ID: randomUUID(), Name: 'q'.repeat(300) }],
+        Numbers: [0, 1, -1, 127, 128, 255, 256, 65_535, 65_536, 2 ** 32, -(2 ** 40), 1.5, -33],
+        Flags: [true, false, null],
+        Bytes: Buffer.alloc(70_000, 7),
+        Long: 'x'.repeat(70_000),
+        Nested: { a: { b: { c: [[[]]] } }, 'SecretID': 'not this one' },
+        Date: new Date(0),
+        Empty: {},
+        SecretID: randomUUID(),
+        After: 'y',
+      }
+      for (const bytes of [encode(record), new Packr({ useRecords: false, mapsAsObjects: true }).pack(record), encode({ ...record, Description: 'é'.repeat(40) })]) {
+        expect(stringField(bytes, 'SecretID')).to.equal(decode<{ SecretID: string }>(bytes).SecretID)
+        expect(stringField(bytes, 'After')).to.equal('y')
+      }
+    })
+
+    it('answers undefined, never a wrong value, for what is not a map holding that string', function () {
+      const bytes = encode({ SecretID: randomUUID(), Description: 'd' })
+      expect(stringField(encode({ SecretID: 5 }), 'SecretID')).to.equal(undefined)
+      expect(stringField(encode({ Description: 'SecretID' }), 'SecretID')).to.equal(undefined)
+      expect(stringField(encode(['SecretID', 'x']), 'SecretID')).to.equal(undefined)
+      for (let length = 0; length < bytes.length; length++) {
+        const cut = stringField(bytes.subarray(0, length), 'Description')
+        expect(cut, `cut at ${length}`).to.equal(undefined)
+      }
+      expect(stringField(Buffer.from([0x81, 0xa8, ...Buffer.from('SecretID'), 0xc1]), 'SecretID')).to.equal(undefined)
+    })
   })
 })
