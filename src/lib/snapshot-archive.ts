@@ -22,14 +22,7 @@ const decode = <T>(bytes: Uint8Array): T => packr.unpack(bytes) as T
 const SEP = '\u0000'
 
 export const ARCHIVE_MAGIC = Buffer.from('WARDEN-SNAPSHOT\n', 'utf8')
-/**
- * The format this build writes. 2 since the state holds no token secret index (state/secret-index.ts): a build that
- * reads only format 1 would restore a state in which no token can be found by its secret, and refuses these instead.
- * Format 1 archives are read too; their secret index entries are dropped when the restored state is switched to.
- */
-export const ARCHIVE_FORMAT = 2
-/** Formats this build reads. */
-const ARCHIVE_FORMATS_READ: readonly number[] = [1, 2]
+export const ARCHIVE_FORMAT = 1
 /** A frame holds at most this: chunks are 512 KiB, and one pair (a 1 MiB config entry) may exceed that alone. */
 export const FRAME_BYTES_MAX = 16 * 1024 * 1024
 /** An archive uploaded to be restored, compressed, at most: a million tokens make about a twentieth of this. */
@@ -147,7 +140,7 @@ export async function readArchive(
     if (meta === undefined) {
       const first = decodeFrame<Partial<ArchiveMeta>>(bytesOfFrame, 'the metadata record')
       if (typeof first !== 'object' || first === null || typeof first.Format !== 'number') throw new ArchiveError('the metadata record is missing: the archive is damaged')
-      if (!ARCHIVE_FORMATS_READ.includes(first.Format)) throw new ArchiveError(`format version ${first.Format}: this warden reads versions ${ARCHIVE_FORMATS_READ.join(' and ')} only`)
+      if (first.Format !== ARCHIVE_FORMAT) throw new ArchiveError(`format version ${first.Format}: this warden reads version ${ARCHIVE_FORMAT} only`)
       if (!Number.isSafeInteger(first.Index) || typeof first.Datacenter !== 'string' || typeof first.Time !== 'string') throw new ArchiveError('the metadata record lacks Index, Datacenter or Time')
       meta = first as ArchiveMeta
       await onMeta(meta)

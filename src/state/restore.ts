@@ -30,6 +30,7 @@ import {
   APPLIED_KEY,
   BOOTSTRAP_KEY,
   RESTORE_KEY,
+  SECRET_INDEX_PREFIX,
   SEP,
   STAGED_PREFIX,
   SYNC_KEY,
@@ -322,7 +323,9 @@ function restoredOps(key: string, value: Uint8Array, restoreIndex: number): Batc
   const ops: BatchOp[] = [put(key, encode(record))]
   for (const [name, valueOf] of Object.entries(spec.unique)) {
     const unique = valueOf(record)
-    if (unique !== undefined) ops.push(put(uniqueKey(table, name, unique), uniqueValue(table, name, recordKey)))
+    const key = unique === undefined ? undefined : uniqueKey(table, name, unique)
+    // The token secret index is not stored: the store fills it from the restored tokens when it switches.
+    if (key !== undefined && !key.startsWith(SECRET_INDEX_PREFIX)) ops.push(put(key, uniqueValue(table, name, recordKey)))
   }
   for (const [name, valuesOf] of Object.entries(spec.multi)) {
     for (const item of new Set(valuesOf(record))) ops.push(put(indexKey(table, name, item, recordKey), EMPTY))
@@ -404,8 +407,8 @@ export class RestoreBuild {
     }
     for (const table of TABLES) ops.push(put(tableIndexKey(table), encode(index)))
     ops.push(put(APPLIED_KEY, encode(index)))
-    // Not marked as storing no secret index: an archive of an earlier build (format 1) stores one, which the store
-    // drops when it switches to this state (StateStore.replaceDatabase), before it fills the index from the tokens.
+    // Not marked as storing no secret index: chunks an earlier build added before a restart stored one, which the
+    // store drops when it switches to this state (StateStore.replaceDatabase), before it fills the index.
     await this.db.batch(ops)
     // Synced before it is marked complete: a complete restored state is one a crash cannot take back.
     await this.db.put(SYNC_KEY, encode(index), { sync: true })

@@ -8,15 +8,22 @@
  *
  * What the rest of the state sees does not change: the transaction code still writes and reads `u<token><secret>`
  * entries; the store takes them out of each batch before LevelDB does (stored), and readers answer those keys from
- * here (resolve), checked against the token record, as they read at that moment.
+ * here (resolve), checked against the token record as they read it.
  *
  * Layout, for a small footprint: an open-addressing table (linear probing) of 24 bytes per slot, the digest's first
- * 60 bits and the AccessorID's 16 bytes (every AccessorID a server makes is a UUID), at most three quarters full:
- * 24–36 MB per million tokens. An AccessorID that is not a UUID (a restored archive could hold one) is kept in a map by
- * the whole digest. 60 bits can be shared by two digests (about once in 10^6 states of a million tokens), so what the
- * table gives is a list of candidates, and resolve reads each candidate's record and compares its secret's whole
- * digest. A candidate that is no longer right (a shared fingerprint whose removal could not tell the two apart, below)
- * is harmless for the same reason; an entry missing would not be, and the table never drops one it cannot tell.
+ * 60 bits and the AccessorID's 16 bytes (every AccessorID a server makes is a UUID), between half and three quarters
+ * full: 32–48 MB per million tokens. An AccessorID that is not a UUID (a restored archive could hold one) is kept in a
+ * map by the whole digest.
+ *
+ * Every node must give the same answers from the same records, whatever its history (a node that restarted filled its
+ * index from the records; one that did not built it batch by batch), since apply's uniqueness checks read it:
+ * - The index holds every (digest, token) pair of the records, and may hold entries that are no longer right: 60 bits
+ *   can be shared by two digests (about once in 10^6 states of a million tokens), and a removal cannot tell which of
+ *   two entries sharing them it was for. So resolve reads each candidate's record and compares its secret's whole
+ *   digest, and a digest written or removed by a batch has its entries checked against the records once LevelDB has
+ *   the batch (prune), which drops those whose record is gone or holds another secret.
+ * - Two records may hold one secret (an archive restored as it was, a state that digested a secret as it was given
+ *   beside one that lower-cased it): resolve then names the one with the smallest AccessorID, on every node.
  */
 import { decode, stringField } from './codec.js'
 import { prefixEnd, recordKey, recordPrefix, SECRET_INDEX_PREFIX, uniqueTarget, uniqueValue } from './keys.js'
@@ -52,6 +59,17 @@ function fingerprint(digest: string): [number, number] | undefined {
   return [high, low]
 }
 
+/** The digest of the secret the token `accessor` holds now; undefined when there is no such token. */
+export type HeldDigest = (accessor: string) => string | undefined
+
+/** HeldDigest over a state's token records, as `readRecord` reads them. */
+export function heldDigests(readRecord: (key: string) => Buffer | undefined): HeldDigest {
+  return (accessor) => {
+    const bytes = readRecord(recordKey('token', accessor))
+    return bytes === undefined ? undefined : secretDigest(stringField(bytes, 'SecretID') ?? decode<{ SecretID: string }>(bytes).SecretID)
+  }
+}
+
 export class SecretIndex {
   private slots = INITIAL_SLOTS
   /** Two words per slot: the fingerprint's high and low 30 bits; EMPTY in the first word marks a free slot. */
@@ -60,11 +78,12 @@ export class SecretIndex {
   private accessors = new Uint32Array(4 * INITIAL_SLOTS)
   private used = 0
   /** Entries the table cannot hold (an AccessorID that is not a UUID, a key that is not a digest), by digest. */
-  private readonly others = new Map<string, Buffer>()
+  private readonly others = new Map<string, Buffer[]>()
+  private otherEntries = 0
 
   /** Entries held. */
   get size(): number {
-    return this.used + this.others.size
+    return this.used + this.otherEntries
   }
 
   /**
@@ -93,34 +112,40 @@ export class SecretIndex {
     return ops.filter((op) => !op.key.startsWith(SECRET_INDEX_PREFIX))
   }
 
-  /** Takes in the index's entries among a batch's writes, once LevelDB has the rest. */
-  written(ops: readonly BatchOp[]): void {
+  /**
+   * Takes in the index's entries among a batch's writes, once LevelDB has the rest: each put is added, and each digest
+   * removed, or put where entries that may be its are held already, has its entries checked against the tokens as
+   * they are now (prune).
+   */
+  written(ops: readonly BatchOp[], held: HeldDigest): void {
+    let check: Set<string> | undefined
     for (const op of ops) {
       if (!op.key.startsWith(SECRET_INDEX_PREFIX)) continue
       const digest = op.key.slice(SECRET_INDEX_PREFIX.length)
+      if (op.type === 'del' || this.candidates(digest).length > 0) (check ??= new Set()).add(digest)
       if (op.type === 'put') this.put(digest, op.value)
-      else this.remove(digest)
     }
+    if (check !== undefined) for (const digest of check) this.prune(digest, held)
   }
 
   /**
    * The index entry's value (as uniqueValue gives it) of the token whose secret has `digest`, or undefined: each
-   * candidate's record is read with `readRecord` and its secret's digest compared whole.
+   * candidate token's secret's digest is compared whole; of two tokens that hold the secret, the one with the smallest
+   * AccessorID.
    */
-  resolve(digest: string, readRecord: (key: string) => Buffer | undefined): Buffer | undefined {
+  resolve(digest: string, held: HeldDigest): Buffer | undefined {
+    let found: { value: Buffer; accessor: string } | undefined
     for (const value of this.candidates(digest)) {
-      const bytes = readRecord(recordKey('token', uniqueTarget('token', 'secret', value)))
-      if (bytes === undefined) continue
-      if (secretDigest(decode<{ SecretID: string }>(bytes).SecretID) === digest) return value
+      const accessor = uniqueTarget('token', 'secret', value)
+      if (found !== undefined && found.accessor <= accessor) continue
+      if (held(accessor) === digest) found = { value, accessor }
     }
-    return undefined
+    return found?.value
   }
 
   /** The values of every entry that may be `digest`'s. */
   candidates(digest: string): Buffer[] {
-    const found: Buffer[] = []
-    const other = this.others.get(digest)
-    if (other !== undefined) found.push(other)
+    const found: Buffer[] = [...(this.others.get(digest) ?? [])]
     const print = fingerprint(digest)
     if (print === undefined) return found
     for (let slot = print[0] % this.slots; this.prints[2 * slot] !== EMPTY; slot = (slot + 1) % this.slots) {
@@ -132,7 +157,10 @@ export class SecretIndex {
   put(digest: string, value: Buffer): void {
     const print = fingerprint(digest)
     if (print === undefined || value.length !== UUID_BYTES) {
-      this.others.set(digest, value)
+      const held = this.others.get(digest) ?? []
+      if (held.some((other) => other.equals(value))) return
+      this.others.set(digest, [...held, value])
+      this.otherEntries += 1
       return
     }
     let slot = print[0] % this.slots
@@ -146,20 +174,37 @@ export class SecretIndex {
   }
 
   /**
-   * Removes `digest`'s entry. Where two entries share its fingerprint, it cannot tell which is `digest`'s: it keeps
-   * both, and resolve's check of the record passes over the one that is gone.
+   * Drops the entries that may be `digest`'s but are no longer right for any digest: their record is gone, or its
+   * secret's digest is not one they may be (another fingerprint, or for an entry held by its whole digest, another
+   * digest). An entry shared with another digest's fingerprint stays while that digest's token holds it.
    */
-  remove(digest: string): void {
-    this.others.delete(digest)
+  prune(digest: string, held: HeldDigest): void {
+    const others = this.others.get(digest)
+    if (others !== undefined) {
+      const kept = others.filter((value) => held(uniqueTarget('token', 'secret', value)) === digest)
+      this.otherEntries -= others.length - kept.length
+      if (kept.length === 0) this.others.delete(digest)
+      else this.others.set(digest, kept)
+    }
     const print = fingerprint(digest)
     if (print === undefined) return
-    let match = -1
+    const stale: Buffer[] = []
     for (let slot = print[0] % this.slots; this.prints[2 * slot] !== EMPTY; slot = (slot + 1) % this.slots) {
       if (this.prints[2 * slot] !== print[0] || this.prints[2 * slot + 1] !== print[1]) continue
-      if (match !== -1) return
-      match = slot
+      const value = this.valueAt(slot)
+      const recordDigest = held(uniqueTarget('token', 'secret', value))
+      const recordPrint = recordDigest === undefined ? undefined : fingerprint(recordDigest)
+      if (recordPrint === undefined || recordPrint[0] !== print[0] || recordPrint[1] !== print[1]) stale.push(value)
     }
-    if (match !== -1) this.clearSlot(match)
+    // Removed one at a time: a removal moves the entries after it (clearSlot), so each is found again.
+    for (const value of stale) {
+      for (let slot = print[0] % this.slots; this.prints[2 * slot] !== EMPTY; slot = (slot + 1) % this.slots) {
+        if (this.prints[2 * slot] === print[0] && this.prints[2 * slot + 1] === print[1] && this.holdsValue(slot, value)) {
+          this.clearSlot(slot)
+          break
+        }
+      }
+    }
   }
 
   private valueAt(slot: number): Buffer {

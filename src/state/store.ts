@@ -1,7 +1,8 @@
 /**
  * The state machine over LevelDB. `apply(command, index)` must be called in log order; it writes the command's
  * records, their index entries, the raised table indexes and the last applied index in one atomic batch, then wakes
- * the watchers of what changed. Reads go straight to LevelDB through `reader`.
+ * the watchers of what changed. Reads go straight to LevelDB through `reader`, but for the token secret index, which
+ * the store holds in memory (secret-index.ts).
  *
  * Concurrency: one caller applies (the replica's apply loop); any number may read at the same time, and a read sees
  * the state before or after a batch, never part of one.
@@ -16,7 +17,7 @@ import { switchToStagedState } from './snapshot.js'
 import { directoryFiles, type StateFiles } from './files.js'
 import { KeyFilter } from './key-filter.js'
 import { RecordCache } from './record-cache.js'
-import { SecretIndex } from './secret-index.js'
+import { heldDigests, SecretIndex } from './secret-index.js'
 import { SECRET_INDEX_FORM, dropStoredSecretIndex } from './secret-index-upgrade.js'
 import { batchReader, dbReader, type BatchOp, type Reader, type StateDb } from './reader.js'
 import { Txn } from './txn.js'
@@ -182,7 +183,7 @@ export class StateStore {
   private build: RestoreBuild | undefined
   private readonly tableIndexes = new Map<Table, number>()
   private currentDb: StateDb
-  /** Holds the live database's token IDs and secret digests, for lookups that expect none (key-filter.ts). */
+  /** Holds the live database's token IDs, for lookups that expect none (key-filter.ts). */
   private filter: KeyFilter
   /** The live database through the filter: for apply, whose lookups of new tokens' keys are what it is for. */
   private applyReader: Reader
@@ -296,10 +297,12 @@ export class StateStore {
     this.filter.close()
     await this.currentDb.close()
     await switchDirectories(this.files)
-    this.currentDb = await this.files.openDb('live')
-    // A snapshot of a leader of an earlier build, or a restored archive an earlier build saved, stores a secret index.
-    this.secretIndexMarked = await dropStoredSecretIndex(this.currentDb)
-    this.secrets = await SecretIndex.fill(this.currentDb)
+    const db = await this.files.openDb('live')
+    // A snapshot of a leader of an earlier build, or a restore an earlier build began, stores a secret index.
+    this.secretIndexMarked = await dropStoredSecretIndex(db)
+    // The new database and its index are taken on together: a view() meanwhile reads the old pair (and fails, closed).
+    this.secrets = await SecretIndex.fill(db)
+    this.currentDb = db
     // Started, if a lookup wants it, at an apply batch of the new database, as at open.
     this.filter = new KeyFilter()
     this.recordCache.clear()
@@ -309,6 +312,9 @@ export class StateStore {
     for (const listener of this.resetListeners) listener()
     this.watches.notifyAll()
   }
+
+  /** The secret a token of the live database holds now (for the secret index's checks, secret-index.ts). */
+  private readonly readLive = heldDigests((key) => this.currentDb.getSync(key))
 
   /** Makes every write so far durable: LevelDB syncs its write-ahead log, which holds all earlier writes too. */
   async sync(): Promise<void> {
@@ -379,7 +385,7 @@ export class StateStore {
     }
     this.filter.beforeWrite(step.ops)
     await this.currentDb.batch([...SecretIndex.stored(step.ops), { type: 'put', key: APPLIED_KEY, value: encode(index) }])
-    this.secrets.written(step.ops)
+    this.secrets.written(step.ops, this.readLive)
     this.recordCache.written(step.ops)
     this.appliedIndex = index
     this.openRestore = step.open
@@ -454,7 +460,7 @@ export class StateStore {
     for (const [key, value] of batch.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
     this.filter.beforeWrite(ops)
     await this.db.batch(SecretIndex.stored(ops))
-    this.secrets.written(ops)
+    this.secrets.written(ops, this.readLive)
     this.recordCache.written(ops)
     // Deleted tokens' keys stay in the filter: once they are many, it is filled again, in the background.
     void this.filter.refillIfOvergrown(this.db)

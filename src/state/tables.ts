@@ -1,7 +1,8 @@
 /**
  * Each table's key and secondary indexes, declared once. Writing or deleting a record through `writeRecord` and
  * `deleteRecord` keeps every index in the same batch as the record, so no lookup ever sees a record without its index
- * entries or an index entry without its record.
+ * entries or an index entry without its record (the token secret index, held in memory, follows its batch at once:
+ * secret-index.ts).
  */
 import { hash } from 'node:crypto'
 import { isUuid } from '../lib/ids.js'

@@ -1,14 +1,14 @@
 /**
  * The in-memory token secret index (src/state/secret-index.ts): its table keeps every entry through growth and
- * removals, lists every entry that shares a fingerprint, never drops one it cannot tell apart, and resolve checks each
- * candidate against the record.
+ * removals, lists every entry that shares a fingerprint, drops only entries whose token no longer holds a secret of
+ * theirs, and resolve checks each candidate against its token and names the same one on every node.
  */
 import { expect } from 'chai'
 import { createHash, randomUUID } from 'node:crypto'
 import { Packr } from 'msgpackr'
 import { decode, encode, stringField } from '../../../src/state/codec.js'
 import { SECRET_INDEX_PREFIX, recordKey, uniqueTarget, uniqueValue } from '../../../src/state/keys.js'
-import { SecretIndex } from '../../../src/state/secret-index.js'
+import { heldDigests, SecretIndex } from '../../../src/state/secret-index.js'
 import { secretDigest } from '../../../src/state/tables.js'
 
 const valueOf = (accessor: string): Buffer => uniqueValue('token', 'secret', accessor)
@@ -22,13 +22,27 @@ function sharing(digest: string, shared: number, n: number): string {
 }
 
 describe('SecretIndex (the token secret index in memory)', function () {
+  /** The tokens an index is checked against: each AccessorID's secret's digest. */
+  function tokens(): { held: Map<string, string>; digestOf: (accessor: string) => string | undefined } {
+    const held = new Map<string, string>()
+    return { held, digestOf: (accessor) => held.get(accessor) }
+  }
+
   it('keeps every entry through growth and removals, and finds nothing it does not hold', function () {
     const index = new SecretIndex()
+    const { held, digestOf } = tokens()
     const entries = Array.from({ length: 20_000 }, () => [secretDigest(randomUUID()), randomUUID()] as const)
-    for (const [digest, accessor] of entries) index.put(digest, valueOf(accessor))
+    for (const [digest, accessor] of entries) {
+      held.set(accessor, digest)
+      index.put(digest, valueOf(accessor))
+    }
     expect(index.size).to.equal(entries.length)
-    // Every other entry goes: linear probing's removal moves the ones after it back, and none may be lost.
-    for (const [n, [digest]] of entries.entries()) if (n % 2 === 0) index.remove(digest)
+    // Every other token goes: linear probing's removal moves the entries after it back, and none may be lost.
+    for (const [n, [digest, accessor]] of entries.entries()) {
+      if (n % 2 !== 0) continue
+      held.delete(accessor)
+      index.written([{ type: 'del', key: SECRET_INDEX_PREFIX + digest }], digestOf)
+    }
     expect(index.size).to.equal(entries.length / 2)
     for (const [n, [digest, accessor]] of entries.entries()) {
       expect(accessorsOf(index.candidates(digest)), `entry ${n}`).to.deep.equal(n % 2 === 0 ? [] : [accessor])
@@ -38,10 +52,12 @@ describe('SecretIndex (the token secret index in memory)', function () {
 
   it('holds an entry written again once, and an AccessorID that is not a UUID, or a key that is not a digest, by the whole key', function () {
     const index = new SecretIndex()
+    const { held, digestOf } = tokens()
     const digest = secretDigest(randomUUID())
     const accessor = randomUUID()
+    held.set(accessor, digest)
     index.put(digest, valueOf(accessor))
-    index.put(digest, valueOf(accessor))
+    index.written([{ type: 'put', key: SECRET_INDEX_PREFIX + digest, value: valueOf(accessor) }], digestOf)
     expect(index.size).to.equal(1)
     const named = secretDigest('an operator-chosen secret')
     index.put(named, valueOf('not-a-uuid'))
@@ -49,30 +65,56 @@ describe('SecretIndex (the token secret index in memory)', function () {
     expect(accessorsOf(index.candidates(named))).to.deep.equal(['not-a-uuid'])
     expect(index.candidates(sharing(named, 21, 1))).to.deep.equal([])
     expect(index.candidates('short')).to.have.length(1)
-    index.remove(named)
-    index.remove('short')
+    index.written([{ type: 'del', key: SECRET_INDEX_PREFIX + named }, { type: 'del', key: SECRET_INDEX_PREFIX + 'short' }], digestOf)
     expect(index.size).to.equal(1)
   })
 
-  it('lists every entry that shares a fingerprint, and removes neither when it cannot tell which is meant', function () {
+  it('lists every entry that shares a fingerprint, and a removal drops only the entries whose token no longer holds one', function () {
     const index = new SecretIndex()
+    const { held, digestOf } = tokens()
     const first = secretDigest(randomUUID())
     // The fingerprint is the first 10 characters (60 bits): these two differ after it.
     const second = sharing(first, 10, 1)
     const third = sharing(first, 9, 2)
     const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()]
-    index.put(first, valueOf(a))
-    index.put(second, valueOf(b))
-    index.put(third, valueOf(c))
+    for (const [digest, accessor] of [[first, a], [second, b], [third, c]] as const) {
+      held.set(accessor, digest)
+      index.written([{ type: 'put', key: SECRET_INDEX_PREFIX + digest, value: valueOf(accessor) }], digestOf)
+    }
     expect(accessorsOf(index.candidates(first))).to.deep.equal([a, b].sort())
     expect(accessorsOf(index.candidates(third))).to.deep.equal([c])
-    index.remove(first)
-    expect(accessorsOf(index.candidates(second))).to.deep.equal([a, b].sort())
-    index.remove(third)
+    expect(uniqueTarget('token', 'secret', index.resolve(second, digestOf)!)).to.equal(b)
+    held.delete(a)
+    index.written([{ type: 'del', key: SECRET_INDEX_PREFIX + first }], digestOf)
+    expect(accessorsOf(index.candidates(second))).to.deep.equal([b])
+    expect(uniqueTarget('token', 'secret', index.resolve(second, digestOf)!)).to.equal(b)
+    held.delete(c)
+    index.written([{ type: 'del', key: SECRET_INDEX_PREFIX + third }], digestOf)
     expect(index.candidates(third)).to.deep.equal([])
+    expect(index.size).to.equal(1)
   })
 
-  it('resolves a digest only to a token whose record holds a secret of that digest', function () {
+  it('names, of two tokens that hold one secret, the one with the smallest AccessorID, whatever the order they came in', function () {
+    const digest = secretDigest(randomUUID())
+    const [small, large, odd] = ['00000000-0000-4000-8000-000000000001', 'ffffffff-0000-4000-8000-000000000001', 'legacy-token']
+    for (const order of [[small, large, odd], [odd, large, small], [large, odd, small]]) {
+      const index = new SecretIndex()
+      const { held, digestOf } = tokens()
+      for (const accessor of order) {
+        held.set(accessor, digest)
+        index.written([{ type: 'put', key: SECRET_INDEX_PREFIX + digest, value: valueOf(accessor) }], digestOf)
+      }
+      expect(uniqueTarget('token', 'secret', index.resolve(digest, digestOf)!), order.join()).to.equal(small)
+      // The smallest goes (its token was deleted): the next one, on a node that built its index batch by batch as on one
+      // that filled it from the tokens left.
+      held.delete(small)
+      index.written([{ type: 'del', key: SECRET_INDEX_PREFIX + digest }], digestOf)
+      expect(uniqueTarget('token', 'secret', index.resolve(digest, digestOf)!), order.join()).to.equal(large)
+      expect(index.size).to.equal(2)
+    }
+  })
+
+  it('resolves a digest only to a token that holds a secret of that digest', function () {
     const index = new SecretIndex()
     const secret = randomUUID()
     const digest = secretDigest(secret)
@@ -81,17 +123,18 @@ describe('SecretIndex (the token secret index in memory)', function () {
       [recordKey('token', holder), encode({ AccessorID: holder, SecretID: secret.toUpperCase() })],
       [recordKey('token', other), encode({ AccessorID: other, SecretID: randomUUID() })],
     ])
+    const digestOf = heldDigests((key) => records.get(key))
     // A candidate of a token that holds another secret (a shared fingerprint), and one of a token that is gone.
     index.put(sharing(digest, 10, 1), valueOf(other))
     index.put(sharing(digest, 10, 2), valueOf(randomUUID()))
-    const read = (key: string): Buffer | undefined => records.get(key)
-    expect(index.resolve(digest, read)).to.equal(undefined)
+    expect(index.resolve(digest, digestOf)).to.equal(undefined)
     index.put(digest, valueOf(holder))
-    expect(uniqueTarget('token', 'secret', index.resolve(digest, read)!)).to.equal(holder)
+    expect(uniqueTarget('token', 'secret', index.resolve(digest, digestOf)!)).to.equal(holder)
   })
 
   it('takes its entries out of a batch for LevelDB, and in from it once written', function () {
     const index = new SecretIndex()
+    const { held, digestOf } = tokens()
     const digest = secretDigest(randomUUID())
     const accessor = randomUUID()
     const ops = [
@@ -99,9 +142,11 @@ describe('SecretIndex (the token secret index in memory)', function () {
       { type: 'put' as const, key: recordKey('token', accessor), value: Buffer.from('record') },
     ]
     expect(SecretIndex.stored(ops).map((op) => op.key)).to.deep.equal([recordKey('token', accessor)])
-    index.written(ops)
+    held.set(accessor, digest)
+    index.written(ops, digestOf)
     expect(accessorsOf(index.candidates(digest))).to.deep.equal([accessor])
-    index.written([{ type: 'del', key: SECRET_INDEX_PREFIX + digest }])
+    held.delete(accessor)
+    index.written([{ type: 'del', key: SECRET_INDEX_PREFIX + digest }], digestOf)
     expect(index.candidates(digest)).to.deep.equal([])
   })
 
