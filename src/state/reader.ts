@@ -25,10 +25,11 @@ export const STATE_OPEN_FILES = 64
 
 /**
  * The memtable LevelDB fills before writing a level-0 table (its default is 4 MiB). Every level-0 table of the state
- * spanned nearly its whole key space (a token's SecretID index was a hash, before that index was held in memory), so
- * each one merged into level 1 rewrote level 1: four times larger memtables rewrote it a quarter as often. Token creates at 64 connections for 60 s
- * (docs/benchmarks.md, issue 22): 9.9 KB compacted per write at 4 MiB, 3.0 KB at 16 MiB, 1.9 KB at 32 MiB. The price is
- * memory: up to two memtables (one being written out), 32 MiB at most. For the live state only (files.ts).
+ * spans most of its key space (a batch writes at the ends of several tables), so each one merged into level 1
+ * rewrites much of level 1: four times larger memtables rewrite it a quarter as often. Token creates at 64 connections
+ * for 60 s (docs/benchmarks.md, issue 22): 9.9 KB compacted per write at 4 MiB, 3.0 KB at 16 MiB, 1.9 KB at 32 MiB,
+ * while a token's SecretID index was a hash in LevelDB; since it is held in memory, 891 B at 4 MiB and 297 B at 16 MiB.
+ * The price is memory: up to two memtables (one being written out), 32 MiB at most. For the live state only (files.ts).
  */
 export const STATE_WRITE_BUFFER_BYTES = 16 * 1024 * 1024
 
@@ -59,21 +60,17 @@ export interface Reader {
  */
 export function dbReader(db: StateDb, snapshot?: ReturnType<StateDb['snapshot']>, filter?: KeyFilter, secrets?: SecretIndex): Reader {
   const reader = storedReader(db, snapshot, filter)
-  if (secrets === undefined) {
-    // Nothing stores the index any more: a reader without it would answer every token "absent" for its secret.
-    const get = reader.get
-    reader.get = async (key) => {
-      if (key.startsWith(SECRET_INDEX_PREFIX)) throw new Error('the token secret index is held in memory: read the state through its store (StateStore.reader)')
-      return get(key)
-    }
-    return reader
-  }
   // The token secret index is held in memory (secret-index.ts): its entries are answered from there, each checked
   // against the token record as this reader reads it. A snapshot reader (StateStore.view) so reads the index as it is
-  // now, not as it was at the snapshot: none of its callers (paced lists) looks a secret up.
+  // now, not as it was at the snapshot: none of its callers (paced lists) looks a secret up. Nothing stores the index,
+  // so a reader without it refuses those keys rather than answer every token "absent" for its secret.
   const held = heldDigests(snapshot === undefined ? (key) => db.getSync(key) : (key) => db.getSync(key, { snapshot }))
   const get = reader.get
-  reader.get = async (key) => (key.startsWith(SECRET_INDEX_PREFIX) ? secrets.resolve(key.slice(SECRET_INDEX_PREFIX.length), held) : get(key))
+  reader.get = async (key) => {
+    if (!key.startsWith(SECRET_INDEX_PREFIX)) return get(key)
+    if (secrets === undefined) throw new Error('the token secret index is held in memory: read the state through its store (StateStore.reader)')
+    return secrets.resolve(key.slice(SECRET_INDEX_PREFIX.length), held)
+  }
   return reader
 }
 

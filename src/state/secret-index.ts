@@ -66,8 +66,13 @@ export type HeldDigest = (accessor: string) => string | undefined
 export function heldDigests(readRecord: (key: string) => Buffer | undefined): HeldDigest {
   return (accessor) => {
     const bytes = readRecord(recordKey('token', accessor))
-    return bytes === undefined ? undefined : secretDigest(stringField(bytes, 'SecretID') ?? decode<{ SecretID: string }>(bytes).SecretID)
+    return bytes === undefined ? undefined : recordDigest(bytes)
   }
+}
+
+/** The digest of the secret an encoded token record holds, read without decoding the rest (codec.ts stringField). */
+function recordDigest(bytes: Buffer): string {
+  return secretDigest(stringField(bytes, 'SecretID') ?? decode<{ SecretID: string }>(bytes).SecretID)
 }
 
 export class SecretIndex {
@@ -96,10 +101,7 @@ export class SecretIndex {
     const iterator = db.iterator({ gte: prefix, lt: prefixEnd(prefix), highWaterMarkBytes: FILL_READ_BYTES })
     try {
       for (let entries = await iterator.nextv(FILL_ENTRIES); entries.length > 0; entries = await iterator.nextv(FILL_ENTRIES)) {
-        for (const [key, bytes] of entries) {
-          const secret = stringField(bytes, 'SecretID') ?? decode<{ SecretID: string }>(bytes).SecretID
-          index.put(secretDigest(secret), uniqueValue('token', 'secret', key.slice(prefix.length)))
-        }
+        for (const [key, bytes] of entries) index.put(recordDigest(bytes), uniqueValue('token', 'secret', key.slice(prefix.length)))
       }
     } finally {
       await iterator.close()
@@ -114,16 +116,15 @@ export class SecretIndex {
 
   /**
    * Takes in the index's entries among a batch's writes, once LevelDB has the rest: each put is added, and each digest
-   * removed, or put where entries that may be its are held already, has its entries checked against the tokens as
-   * they are now (prune).
+   * removed, or put beside another entry that may be its, has its entries checked against the tokens as they are now
+   * (prune).
    */
   written(ops: readonly BatchOp[], held: HeldDigest): void {
     let check: Set<string> | undefined
     for (const op of ops) {
       if (!op.key.startsWith(SECRET_INDEX_PREFIX)) continue
       const digest = op.key.slice(SECRET_INDEX_PREFIX.length)
-      if (op.type === 'del' || this.candidates(digest).length > 0) (check ??= new Set()).add(digest)
-      if (op.type === 'put') this.put(digest, op.value)
+      if (op.type === 'del' || this.put(digest, op.value)) (check ??= new Set()).add(digest)
     }
     if (check !== undefined) for (const digest of check) this.prune(digest, held)
   }
@@ -154,23 +155,28 @@ export class SecretIndex {
     return found
   }
 
-  put(digest: string, value: Buffer): void {
+  /** Adds an entry; whether another entry that may be `digest`'s was held beside it (it may be stale: see prune). */
+  put(digest: string, value: Buffer): boolean {
     const print = fingerprint(digest)
     if (print === undefined || value.length !== UUID_BYTES) {
       const held = this.others.get(digest) ?? []
-      if (held.some((other) => other.equals(value))) return
+      if (held.some((other) => other.equals(value))) return false
       this.others.set(digest, [...held, value])
       this.otherEntries += 1
-      return
+      return held.length > 0
     }
+    let shared = false
     let slot = print[0] % this.slots
     for (; this.prints[2 * slot] !== EMPTY; slot = (slot + 1) % this.slots) {
-      // Written again (a token's record rewritten with its secret): held already.
-      if (this.prints[2 * slot] === print[0] && this.prints[2 * slot + 1] === print[1] && this.holdsValue(slot, value)) return
+      if (this.prints[2 * slot] !== print[0] || this.prints[2 * slot + 1] !== print[1]) continue
+      // Written again (a token's record rewritten with its secret): held already, and nothing changed.
+      if (this.holdsValue(slot, value)) return false
+      shared = true
     }
     this.setSlot(slot, print[0], print[1], value)
     this.used += 1
     if (this.used > this.slots * MAX_LOAD) this.grow()
+    return shared
   }
 
   /**

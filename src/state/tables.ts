@@ -52,7 +52,7 @@ function digestOf(text: string): string {
 }
 
 /** Bytes of a secret's SHA-256 that its index key keeps. */
-export const SECRET_DIGEST_BYTES = 16
+const SECRET_DIGEST_BYTES = 16
 
 /**
  * The token whose secret is `secret`, by its digest. The index is rebuilt from the records with secretDigest, so a
