@@ -21,8 +21,9 @@ import type { Logger } from 'pino'
 import { assert } from '../lib/assert.js'
 import { sleep, type Environment, type Timer } from '../lib/environment.js'
 import { WardenError } from '../lib/errors.js'
+import { ownedBytes } from '../lib/owned-bytes.js'
 import { SeededRng } from '../lib/rng.js'
-import { RaftCore, type ConfChange, type Entry, type Message, type Ready, type RaftStatus, type SnapshotMetadata } from '../raft/index.js'
+import { RaftCore, type AppendEntries, type ConfChange, type Entry, type Message, type Ready, type RaftStatus, type SnapshotMetadata } from '../raft/index.js'
 import type { MembershipRecord, RaftStorage } from '../raft/storage/raft-storage.js'
 import type { ApplyResult, Command } from '../state/commands.js'
 import { switchToStagedState } from '../state/snapshot.js'
@@ -561,7 +562,7 @@ export class RaftReplica {
     if (shipped !== undefined && this.shipWrites && (raft.type === 'appendEntries' || raft.type === 'heartbeat')) {
       this.inbox.receive(shipped, this.state.lastApplied)
     }
-    this.core.step(raft)
+    this.core.step(raft.type === 'appendEntries' ? withOwnedEntries(raft) : raft)
     this.kick()
   }
 
@@ -932,4 +933,15 @@ export function successorOf(status: RaftStatus, self: string, electionTimeoutTic
     })
     .sort((a, b) => Number(b.heard) - Number(a.heard) || b.vouchedIndex - a.vouchedIndex || b.matchIndex - a.matchIndex || a.id.localeCompare(b.id))
   return candidates[0]?.id
+}
+
+/**
+ * An AppendEntries whose entries hold their data in bytes of their own. Decoded from a frame, each entry's data is a
+ * view into it (transport/frames.ts), and the log keeps entries until a snapshot compacts them: thousands of entries
+ * and up to SNAPSHOT_BYTES_DEFAULT of their bytes, which as views would keep every frame they came in alive, with its
+ * shipped writes, two to three times their bytes.
+ */
+export function withOwnedEntries(message: AppendEntries): AppendEntries {
+  if (message.entries.length === 0) return message
+  return { ...message, entries: message.entries.map((entry) => ({ index: entry.index, term: entry.term, type: entry.type, data: ownedBytes(entry.data) })) }
 }

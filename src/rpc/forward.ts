@@ -3,6 +3,7 @@
  * the callers waiting on them. The batching itself (one request per turn of the event loop) is in cluster-node.ts.
  */
 import { errorFromWire, WardenError, type WireError } from '../lib/errors.js'
+import { ownedBytes } from '../lib/owned-bytes.js'
 import { TransportError } from '../transport/index.js'
 import type { ProposalOutcome } from '../replica/raft-replica.js'
 
@@ -78,8 +79,12 @@ function refusedByLeader(leader: string, error: WardenError): WardenError {
   return new WardenError('internal', `the leader ${leader} refused the write: ${error.message}`, undefined, { cause: error })
 }
 
-/** A forwarded command as the leader proposes it: bytes, never empty (an empty entry could not be applied anywhere). */
+/**
+ * A forwarded command as the leader proposes it: bytes of its own, not a view that keeps the forwarded batch's frame
+ * alive as long as the log keeps the entry (lib/owned-bytes.ts); never empty (an empty entry could not be applied
+ * anywhere).
+ */
 export function commandBytes(data: unknown): Uint8Array {
   if (!(data instanceof Uint8Array) || data.byteLength === 0) throw new WardenError('invalid_input', 'a forwarded command must be non-empty bytes')
-  return new Uint8Array(data)
+  return ownedBytes(data)
 }

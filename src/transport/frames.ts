@@ -114,9 +114,11 @@ export class ProtocolVersionError extends FrameError {
 }
 
 // Records (msgpackr's shared structures) are off: they would make a frame's meaning depend on earlier frames.
-// copyBuffers: a binary field decodes to its own Buffer, not a view into the frame, so a receiver that keeps one
-// small field (an entry's data, say) does not keep a whole frame of up to frameBytesMax alive with it.
-const packr = new Packr({ useRecords: false, copyBuffers: true })
+// A binary field decodes to a view into the frame's bytes (no copyBuffers): a copy per field was a new ArrayBuffer
+// each, through Uint8Array's slow species path, and cost 5–26 µs per write over the cluster (docs/benchmarks.md,
+// issue 22, twelfth session). A frame's bytes are never reused, so a view stays valid; what a receiver keeps long
+// after the frame it copies (lib/owned-bytes.ts), so as not to keep a frame of up to frameBytesMax alive with it.
+const packr = new Packr({ useRecords: false })
 
 export function encodeFrame(frame: Frame): Buffer {
   return packr.pack(toArray(frame))
