@@ -3,11 +3,13 @@
  * encodes the same object to the same bytes and a later version can read what an earlier one wrote.
  */
 import { Packr } from 'msgpackr'
+import { encodeHot } from './shape-encoder.js'
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, variableMapSize: true })
 
+/** The value's bytes: msgpackr's, written by the shape encoder where it can (shape-encoder.ts: the same bytes). */
 export function encode(value: unknown): Buffer {
-  return packr.pack(value)
+  return encodeHot(value) ?? packr.pack(value)
 }
 
 export function decode<T>(bytes: Uint8Array): T {

@@ -1,0 +1,252 @@
+/**
+ * msgpack encoding of the state's hot shapes (a token record, a token create command), byte for byte what msgpackr
+ * writes for them with the state codec's options (`useRecords: false`, `variableMapSize: true`), but faster inside the
+ * server. msgpackr's single `pack` walks every shape of object the server encodes (commands, records, Raft messages,
+ * frames), so its property reads go through V8's megamorphic stub cache, which the rest of the server fills too: in
+ * the server one token record took about 6 µs to encode, against 1.5 µs in a small script (docs/benchmarks.md, issue
+ * 22, twelfth session). Here an object shape seen often (the same keys in the same order) gets a writer of its own,
+ * generated once, whose property reads each see one shape.
+ *
+ * Only what is common in records, commands and shipped writes is written here: strings, integers from 0 to 2^32 - 1,
+ * booleans, null, undefined, bytes (a Buffer or a Uint8Array), arrays, and plain objects of those. Anything else (a
+ * negative or fractional number, a Map, a Date, another typed array, a class instance) makes `encodeHot` return
+ * undefined, and the caller encodes the value with msgpackr.
+ */
+
+/** Objects of one key list are encoded this many times by the generic walk before their shape gets a writer. */
+const SHAPE_WARM_UP = 16
+/** Shapes with a writer (or counted on the way to one), at most: past it, new shapes stay generic. */
+const SHAPES_MAX = 512
+/** msgpackr's own threshold: strings of fewer UTF-16 units are encoded by a JavaScript loop, longer ones natively. */
+const SHORT_STRING = 0x40
+
+type Writer = (object: Record<string, unknown>) => void
+
+interface Shape {
+  seen: number
+  writer: Writer | undefined
+}
+
+/** Thrown (and caught in encodeHot) on a value this encoder does not write. */
+const UNSUPPORTED = Symbol('unsupported')
+
+let target = Buffer.allocUnsafe(64 * 1024)
+let position = 0
+const shapes = new Map<string, Shape>()
+
+/** The value's msgpack bytes, as msgpackr would write them, or undefined when it holds a type not written here. */
+export function encodeHot(value: unknown): Buffer | undefined {
+  position = 0
+  try {
+    writeValue(value)
+  } catch (error) {
+    if (error === UNSUPPORTED) return undefined
+    throw error
+  }
+  // Bytes of their own: the scratch buffer is written again by the next call (small ones come from node's pool).
+  return Buffer.from(target.subarray(0, position))
+}
+
+function room(bytes: number): void {
+  if (position + bytes <= target.length) return
+  const grown = Buffer.allocUnsafe(Math.max(target.length * 2, position + bytes))
+  target.copy(grown, 0, 0, position)
+  target = grown
+}
+
+function writeValue(value: unknown): void {
+  switch (typeof value) {
+    case 'string':
+      return writeString(value)
+    case 'number':
+      return writeNumber(value)
+    case 'boolean':
+      room(1)
+      target[position++] = value ? 0xc3 : 0xc2
+      return
+    case 'undefined':
+      // msgpackr's undefined: fixext 1, type 0, data 0.
+      room(3)
+      target[position++] = 0xd4
+      target[position++] = 0
+      target[position++] = 0
+      return
+    case 'object':
+      if (value === null) {
+        room(1)
+        target[position++] = 0xc0
+        return
+      }
+      if (value.constructor === Array) return writeArray(value as unknown[])
+      if (value.constructor === Object) return writeObject(value as Record<string, unknown>)
+      if (value.constructor === Buffer || value.constructor === Uint8Array) return writeBytes(value as Uint8Array)
+      throw UNSUPPORTED
+    default:
+      throw UNSUPPORTED
+  }
+}
+
+function writeNumber(value: number): void {
+  // Only what msgpackr writes as an unsigned integer; every other number goes to msgpackr.
+  if (value >>> 0 !== value) throw UNSUPPORTED
+  room(5)
+  if (value < 0x80) {
+    target[position++] = value
+  } else if (value < 0x100) {
+    target[position++] = 0xcc
+    target[position++] = value
+  } else if (value < 0x10000) {
+    target[position++] = 0xcd
+    target[position++] = value >> 8
+    target[position++] = value & 0xff
+  } else {
+    target[position++] = 0xce
+    target.writeUInt32BE(value, position)
+    position += 4
+  }
+}
+
+function writeString(value: string): void {
+  const units = value.length
+  room(units * 3 + 5)
+  // As msgpackr: the header's size is guessed from the UTF-16 length, the bytes written after it, and the bytes moved
+  // when the real length needs a larger header.
+  const headerSize = units < 0x20 ? 1 : units < 0x100 ? 2 : units < 0x10000 ? 3 : 5
+  let length: number
+  if (units < SHORT_STRING) {
+    let at = position + headerSize
+    for (let i = 0; i < units; i++) {
+      let c1 = value.charCodeAt(i)
+      let c2: number
+      if (c1 < 0x80) {
+        target[at++] = c1
+      } else if (c1 < 0x800) {
+        target[at++] = (c1 >> 6) | 0xc0
+        target[at++] = (c1 & 0x3f) | 0x80
+      } else if ((c1 & 0xfc00) === 0xd800 && ((c2 = value.charCodeAt(i + 1)) & 0xfc00) === 0xdc00) {
+        c1 = 0x10000 + ((c1 & 0x03ff) << 10) + (c2 & 0x03ff)
+        i++
+        target[at++] = (c1 >> 18) | 0xf0
+        target[at++] = ((c1 >> 12) & 0x3f) | 0x80
+        target[at++] = ((c1 >> 6) & 0x3f) | 0x80
+        target[at++] = (c1 & 0x3f) | 0x80
+      } else {
+        target[at++] = (c1 >> 12) | 0xe0
+        target[at++] = ((c1 >> 6) & 0x3f) | 0x80
+        target[at++] = (c1 & 0x3f) | 0x80
+      }
+    }
+    length = at - position - headerSize
+  } else {
+    length = target.write(value, position + headerSize, 'utf8')
+  }
+  if (length < 0x20) {
+    target[position++] = 0xa0 | length
+  } else if (length < 0x100) {
+    if (headerSize < 2) target.copyWithin(position + 2, position + 1, position + 1 + length)
+    target[position++] = 0xd9
+    target[position++] = length
+  } else if (length < 0x10000) {
+    if (headerSize < 3) target.copyWithin(position + 3, position + 2, position + 2 + length)
+    target[position++] = 0xda
+    target[position++] = length >> 8
+    target[position++] = length & 0xff
+  } else {
+    if (headerSize < 5) target.copyWithin(position + 5, position + 3, position + 3 + length)
+    target[position++] = 0xdb
+    target.writeUInt32BE(length, position)
+    position += 4
+  }
+  position += length
+}
+
+/** msgpack's bin, as msgpackr writes a Buffer or a Uint8Array. */
+function writeBytes(bytes: Uint8Array): void {
+  room(bytes.length + 5)
+  writeLengthHeaderOf(bytes.length)
+  target.set(bytes, position)
+  position += bytes.length
+}
+
+function writeLengthHeaderOf(length: number): void {
+  if (length < 0x100) {
+    target[position++] = 0xc4
+    target[position++] = length
+  } else if (length < 0x10000) {
+    target[position++] = 0xc5
+    target[position++] = length >> 8
+    target[position++] = length & 0xff
+  } else {
+    target[position++] = 0xc6
+    target.writeUInt32BE(length, position)
+    position += 4
+  }
+}
+
+function writeArray(array: unknown[]): void {
+  writeLengthHeader(array.length, 0x90, 0xdc, 0xdd)
+  for (let i = 0; i < array.length; i++) writeValue(array[i])
+}
+
+function writeLengthHeader(length: number, fix: number, sixteen: number, thirtyTwo: number): void {
+  room(5)
+  if (length < 0x10) {
+    target[position++] = fix | length
+  } else if (length < 0x10000) {
+    target[position++] = sixteen
+    target[position++] = length >> 8
+    target[position++] = length & 0xff
+  } else {
+    target[position++] = thirtyTwo
+    target.writeUInt32BE(length, position)
+    position += 4
+  }
+}
+
+function writeObject(object: Record<string, unknown>): void {
+  const keys = Object.keys(object)
+  const signature = keys.join('\u0000')
+  let shape = shapes.get(signature)
+  if (shape === undefined && shapes.size < SHAPES_MAX) shapes.set(signature, (shape = { seen: 0, writer: undefined }))
+  if (shape !== undefined && shape.writer === undefined && ++shape.seen >= SHAPE_WARM_UP) shape.writer = compileWriter(keys)
+  if (shape?.writer !== undefined) return shape.writer(object)
+  writeLengthHeader(keys.length, 0x80, 0xde, 0xdf)
+  for (const key of keys) {
+    writeString(key)
+    writeValue(object[key])
+  }
+}
+
+/**
+ * A writer for objects with exactly these keys in this order: the map header and each key's bytes are constants, and
+ * each value is read by a property access of its own (so each read site sees one shape). Keys enter the generated
+ * code only as JSON string literals.
+ */
+function compileWriter(keys: readonly string[]): Writer {
+  // The constant bytes, written past what the object being encoded has written so far, then taken back: the map
+  // header with the first key, then each other key.
+  const saved = position
+  const pieces: Buffer[] = []
+  let start = position
+  writeLengthHeader(keys.length, 0x80, 0xde, 0xdf)
+  for (const key of keys) {
+    writeString(key)
+    pieces.push(Buffer.from(target.subarray(start, position)))
+    start = position
+  }
+  if (keys.length === 0) pieces.push(Buffer.from(target.subarray(start, position)))
+  position = saved
+  const body = keys.length === 0 ? 'copy(pieces[0]);' : keys.map((key, n) => `copy(pieces[${n}]); value(object[${JSON.stringify(key)}]);`).join('\n')
+  const make = new Function('pieces', 'copy', 'value', `return function (object) {\n${body}\n}`) as (
+    pieces: Buffer[],
+    copy: (bytes: Buffer) => void,
+    value: (value: unknown) => void,
+  ) => Writer
+  return make(pieces, copyBytes, writeValue)
+}
+
+function copyBytes(bytes: Buffer): void {
+  room(bytes.length)
+  bytes.copy(target, position)
+  position += bytes.length
+}
