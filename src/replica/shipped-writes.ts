@@ -16,6 +16,7 @@
  * and runs the commands a heartbeat lets it apply).
  */
 import { decode, encode } from '../state/codec.js'
+import { ownedBytes } from '../lib/owned-bytes.js'
 import type { Shipped, ShippedWrites } from '../state/store.js'
 
 /**
@@ -141,7 +142,9 @@ export class ShippedWritesInbox {
       if (!(bytes instanceof Uint8Array)) continue
       let batch: unknown
       try {
-        batch = decode(bytes)
+        // Its own bytes: the writes decode to views into them, and the inbox keeps them until their entries apply,
+        // which as views into the frame (lib/owned-bytes.ts) would keep its entries' bytes too.
+        batch = decode(ownedBytes(bytes))
       } catch {
         continue
       }

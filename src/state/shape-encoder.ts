@@ -22,7 +22,13 @@ const SHORT_STRING = 0x40
 
 type Writer = (object: Record<string, unknown>) => void
 
+/** Objects with more keys, or longer key lists, than this stay on the generic path: what a shape holds is bounded. */
+const SHAPE_KEYS_MAX = 64
+const SHAPE_SIGNATURE_CHARS_MAX = 2048
+
 interface Shape {
+  /** The keys, in order: a signature could be shared by two key lists (keys may hold the separator). */
+  keys: readonly string[]
   seen: number
   writer: Writer | undefined
 }
@@ -205,9 +211,7 @@ function writeLengthHeader(length: number, fix: number, sixteen: number, thirtyT
 
 function writeObject(object: Record<string, unknown>): void {
   const keys = Object.keys(object)
-  const signature = keys.join('\u0000')
-  let shape = shapes.get(signature)
-  if (shape === undefined && shapes.size < SHAPES_MAX) shapes.set(signature, (shape = { seen: 0, writer: undefined }))
+  const shape = keys.length <= SHAPE_KEYS_MAX ? shapeOf(keys) : undefined
   if (shape !== undefined && shape.writer === undefined && ++shape.seen >= SHAPE_WARM_UP) shape.writer = compileWriter(keys)
   if (shape?.writer !== undefined) return shape.writer(object)
   writeLengthHeader(keys.length, 0x80, 0xde, 0xdf)
@@ -215,6 +219,24 @@ function writeObject(object: Record<string, unknown>): void {
     writeString(key)
     writeValue(object[key])
   }
+}
+
+/** The shape of exactly these keys, counted from now on if it is new and there is room; undefined if not kept. */
+function shapeOf(keys: readonly string[]): Shape | undefined {
+  const signature = keys.join('\u0000')
+  if (signature.length > SHAPE_SIGNATURE_CHARS_MAX) return undefined
+  const shape = shapes.get(signature)
+  if (shape === undefined) {
+    if (shapes.size >= SHAPES_MAX) return undefined
+    const created = { keys: [...keys], seen: 0, writer: undefined }
+    shapes.set(signature, created)
+    return created
+  }
+  // `['a', 'b']` and `['a\u0000b']`, or `[]` and `['']`, share a signature: only the very key list the shape was
+  // made for may use its writer (a review's finding).
+  if (shape.keys.length !== keys.length) return undefined
+  for (let n = 0; n < keys.length; n++) if (shape.keys[n] !== keys[n]) return undefined
+  return shape
 }
 
 /**

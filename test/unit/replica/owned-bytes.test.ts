@@ -1,7 +1,8 @@
 /**
  * Bytes decoded from a peer's frame are views into it (src/transport/frames.ts); what is kept long is copied first
  * (src/lib/owned-bytes.ts), so that it does not keep its frame alive: a follower's log entries, which stay until a
- * snapshot compacts them, and a forwarded command, which the leader's log keeps as long.
+ * snapshot compacts them, a forwarded command, which the leader's log keeps as long, and a shipped-writes batch, whose
+ * writes a follower keeps until their entries apply.
  *
  * Method: the frame codec itself for the views, then an AppendEntries and a forwarded command whose bytes are views
  * into a 1 MiB buffer, standing in for a frame.
@@ -11,6 +12,8 @@ import { randomBytes } from 'node:crypto'
 import type { AppendEntries } from '../../../src/raft/index.js'
 import { withOwnedEntries } from '../../../src/replica/raft-replica.js'
 import { commandBytes } from '../../../src/rpc/forward.js'
+import { BATCH_VERSION, ShippedWritesInbox } from '../../../src/replica/shipped-writes.js'
+import { encode } from '../../../src/state/codec.js'
 import { decodeFrame, encodeFrame } from '../../../src/transport/frames.js'
 
 const FRAME_BYTES = 1024 * 1024
@@ -60,5 +63,18 @@ describe('replica: bytes kept from a frame do not keep the frame', function () {
     expect(Buffer.from(command).equals(views[0]!)).to.equal(true)
     expect(command.buffer).to.not.equal(frame.buffer)
     expect(command.buffer.byteLength).to.be.below(FRAME_BYTES)
+  })
+
+  it("a follower keeps a shipped batch's writes in bytes of their own, not in the frame's", () => {
+    const value = randomBytes(200)
+    const batch = encode([BATCH_VERSION, [[7, 2, 1, 'token.create', [['t/record', value]]]]])
+    const frame = Buffer.alloc(FRAME_BYTES)
+    batch.copy(frame, 5000)
+    const inbox = new ShippedWritesInbox()
+    inbox.receive([frame.subarray(5000, 5000 + batch.length)], 0)
+    const shipped = inbox.take(7, 2)
+    const kept = shipped?.writes[0]?.[1]
+    expect(kept !== undefined && kept !== null && kept.equals(value)).to.equal(true)
+    expect(kept!.buffer).to.not.equal(frame.buffer)
   })
 })

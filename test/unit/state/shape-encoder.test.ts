@@ -112,6 +112,30 @@ describe('state: the shape encoder writes what msgpackr writes', function () {
     expectSameBytes({ before: 'x'.repeat(300), items: Array.from({ length: 40 }, (_, n) => inner(n)), after: 7 })
   })
 
+  it('keeps apart key lists that join alike (a review\'s finding: keys may be empty or hold NUL)', () => {
+    const pairs: Array<[Record<string, unknown>, Record<string, unknown>]> = [
+      [{}, { '': 'x' }],
+      [{ '': 1 }, {}],
+      [{ joinA: 1, joinB: 2 }, { 'joinA\u0000joinB': 3 }],
+      [{ 'nulA\u0000': 1, nulB: 2 }, { nulA: 1, '\u0000nulB': 2 }],
+    ]
+    for (const [often, then] of pairs) {
+      for (let n = 0; n < 20; n++) expectSameBytes(often)
+      expectSameBytes(then)
+      for (let n = 0; n < 20; n++) expectSameBytes(then)
+      expectSameBytes(often)
+    }
+  })
+
+  it('leaves objects of many keys, or long key lists, on the generic path, with the same bytes', () => {
+    const wide = Object.fromEntries(Array.from({ length: 65 }, (_, n) => [`wide${n}`, n]))
+    const long = { ['k'.repeat(3000)]: 1 }
+    for (let n = 0; n < 20; n++) {
+      expectSameBytes(wide)
+      expectSameBytes(long)
+    }
+  })
+
   it('declines what it does not write, and the codec writes it with msgpackr', () => {
     const declined: unknown[] = [-1, 1.5, 2 ** 32, Number.NaN, 10n, new Date(0), new Map([['a', 1]]), new Set([1]), { nested: [{ deep: -5 }] }, Object.create(null)]
     for (const [n, value] of declined.entries()) {
