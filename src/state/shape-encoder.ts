@@ -20,11 +20,11 @@ const SHAPES_MAX = 512
 /** msgpackr's own threshold: strings of fewer UTF-16 units are encoded by a JavaScript loop, longer ones natively. */
 const SHORT_STRING = 0x40
 
-type Writer = (object: Record<string, unknown>) => void
-
 /** Objects with more keys, or longer key lists, than this stay on the generic path: what a shape holds is bounded. */
 const SHAPE_KEYS_MAX = 64
 const SHAPE_SIGNATURE_CHARS_MAX = 2048
+
+type Writer = (object: Record<string, unknown>) => void
 
 interface Shape {
   /** The keys, in order: a signature could be shared by two key lists (keys may hold the separator). */
@@ -96,31 +96,24 @@ function writeNumber(value: number): void {
   // Only what msgpackr writes as an unsigned integer; every other number goes to msgpackr.
   if (value >>> 0 !== value) throw UNSUPPORTED
   room(5)
-  if (value < 0x80) {
-    target[position++] = value
-  } else if (value < 0x100) {
-    target[position++] = 0xcc
-    target[position++] = value
-  } else if (value < 0x10000) {
-    target[position++] = 0xcd
-    target[position++] = value >> 8
-    target[position++] = value & 0xff
-  } else {
-    target[position++] = 0xce
-    target.writeUInt32BE(value, position)
-    position += 4
-  }
+  if (value < 0x80) target[position++] = value
+  else writeSized(value, 0xcc, 0xcd, 0xce)
+}
+
+/** Bytes of a string's header (fixstr, str 8, str 16, str 32) for a length of `n`. */
+function stringHeaderBytes(n: number): number {
+  return n < 0x20 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : 5
 }
 
 function writeString(value: string): void {
   const units = value.length
   room(units * 3 + 5)
   // As msgpackr: the header's size is guessed from the UTF-16 length, the bytes written after it, and the bytes moved
-  // when the real length needs a larger header.
-  const headerSize = units < 0x20 ? 1 : units < 0x100 ? 2 : units < 0x10000 ? 3 : 5
+  // when the real length needs a larger header (UTF-8 is never shorter than UTF-16 in units, so never a smaller one).
+  const guessed = stringHeaderBytes(units)
   let length: number
   if (units < SHORT_STRING) {
-    let at = position + headerSize
+    let at = position + guessed
     for (let i = 0; i < units; i++) {
       let c1 = value.charCodeAt(i)
       let c2: number
@@ -142,49 +135,37 @@ function writeString(value: string): void {
         target[at++] = (c1 & 0x3f) | 0x80
       }
     }
-    length = at - position - headerSize
+    length = at - position - guessed
   } else {
-    length = target.write(value, position + headerSize, 'utf8')
+    length = target.write(value, position + guessed, 'utf8')
   }
-  if (length < 0x20) {
-    target[position++] = 0xa0 | length
-  } else if (length < 0x100) {
-    if (headerSize < 2) target.copyWithin(position + 2, position + 1, position + 1 + length)
-    target[position++] = 0xd9
-    target[position++] = length
-  } else if (length < 0x10000) {
-    if (headerSize < 3) target.copyWithin(position + 3, position + 2, position + 2 + length)
-    target[position++] = 0xda
-    target[position++] = length >> 8
-    target[position++] = length & 0xff
-  } else {
-    if (headerSize < 5) target.copyWithin(position + 5, position + 3, position + 3 + length)
-    target[position++] = 0xdb
-    target.writeUInt32BE(length, position)
-    position += 4
-  }
+  const needed = stringHeaderBytes(length)
+  if (needed > guessed) target.copyWithin(position + needed, position + guessed, position + guessed + length)
+  if (length < 0x20) target[position++] = 0xa0 | length
+  else writeSized(length, 0xd9, 0xda, 0xdb)
   position += length
 }
 
 /** msgpack's bin, as msgpackr writes a Buffer or a Uint8Array. */
 function writeBytes(bytes: Uint8Array): void {
   room(bytes.length + 5)
-  writeLengthHeaderOf(bytes.length)
+  writeSized(bytes.length, 0xc4, 0xc5, 0xc6)
   target.set(bytes, position)
   position += bytes.length
 }
 
-function writeLengthHeaderOf(length: number): void {
-  if (length < 0x100) {
-    target[position++] = 0xc4
-    target[position++] = length
-  } else if (length < 0x10000) {
-    target[position++] = 0xc5
-    target[position++] = length >> 8
-    target[position++] = length & 0xff
+/** `n` after its tag, in one, two or four bytes: msgpack's 8-, 16- and 32-bit forms of an integer, a string or bin. */
+function writeSized(n: number, tag8: number, tag16: number, tag32: number): void {
+  if (n < 0x100) {
+    target[position++] = tag8
+    target[position++] = n
+  } else if (n < 0x10000) {
+    target[position++] = tag16
+    target[position++] = n >> 8
+    target[position++] = n & 0xff
   } else {
-    target[position++] = 0xc6
-    target.writeUInt32BE(length, position)
+    target[position++] = tag32
+    target.writeUInt32BE(n, position)
     position += 4
   }
 }

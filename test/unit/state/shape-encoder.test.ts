@@ -41,6 +41,7 @@ const STRINGS = [
   'end \ud800',
   '\ud800'.repeat(70),
   'y'.repeat(70_000),
+  '€'.repeat(30_000),
 ]
 const NUMBERS = [0, 1, 0x1f, 0x20, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x10000, 0xffff_ffff]
 const KEYS = ['AccessorID', 'SecretID', 'Description', 'Policies', 'ID', 'Name', 'Local', 'CreateIndex', 'k"q', 'back\\slash', 'line\u2028sep', '${x}', '']
