@@ -15,10 +15,10 @@
  *   npx tsx scripts/bench/stage-profile.ts OUT [--seconds S (10)] [--target leader|follower] [--connections N (64)] [--no-profile]
  *     [--interval-us N (500)] [--warmup S (3)] [--perf]
  * With --perf, `perf record -F 999 -g` samples the three agents over the same window instead of V8's profiler
- * (OUT/perf.data; the agents run with --perf-basic-prof, so their JIT frames have names), and each agent's main
- * thread's samples are written as CPU.<pid>.cpuprofile (perf-profile.ts) for stage-budget.ts. V8's profiler on this
- * machine puts its samples where the thread next enters the kernel; perf does not. For the other threads:
- * `perf report -i OUT/perf.data --sort tid,dso`.
+ * (OUT/perf.data, and OUT/perf.txt its samples as `perf script` names them; the agents run with --perf-basic-prof, so
+ * their JIT frames have names), and each agent's main thread's samples are written as CPU.<pid>.cpuprofile
+ * (perf-profile.ts) for stage-budget.ts. V8's profiler on this machine puts its samples where the thread next enters
+ * the kernel; perf does not. For the other threads: `perf report -i OUT/perf.data --sort tid,dso`.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -232,6 +232,8 @@ try {
   if (perf) {
     // Read while the agents' JIT maps (/tmp/perf-PID.map) are there; they are removed after.
     const script = execFileSync('perf', ['script', '-F', 'pid,tid,ip,sym', '-i', join(outDir, 'perf.data')], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString()
+    // Kept as text too: with the maps gone, perf.data alone no longer names the JIT frames.
+    writeFileSync(join(outDir, 'perf.txt'), script)
     const profiles = perfProfiles(script, PERF_HZ)
     for (const entry of nodes) {
       const sampled = profiles.get(entry.pid)

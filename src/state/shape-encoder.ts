@@ -5,12 +5,15 @@
  * frames), so its property reads go through V8's megamorphic stub cache, which the rest of the server fills too: in
  * the server one token record took about 6 µs to encode, against 1.5 µs in a small script (docs/benchmarks.md, issue
  * 22, twelfth session). Here an object shape seen often (the same keys in the same order) gets a writer of its own,
- * generated once, whose property reads each see one shape.
+ * generated once, whose property reads each see one shape. Nothing on the hot path reads a property of an arbitrary
+ * object: a value's kind comes from `typeof`, `Array.isArray` and its prototype, and a shape is found by comparing its
+ * keys one by one, so no read goes through the megamorphic cache (docs/benchmarks.md, issue 22, thirteenth session).
  *
  * Only what is common in records, commands and shipped writes is written here: strings, integers from 0 to 2^32 - 1,
  * booleans, null, undefined, bytes (a Buffer or a Uint8Array), arrays, and plain objects of those. Anything else (a
- * negative or fractional number, a Map, a Date, another typed array, a class instance) makes `encodeHot` return
- * undefined, and the caller encodes the value with msgpackr.
+ * negative or fractional number, a Map, a Date, another typed array, a class instance, an object with a key named
+ * `constructor`, which msgpackr reads as the object's class) makes `encodeHot` return undefined, and the caller encodes
+ * the value with msgpackr.
  */
 
 /** Objects of one key list are encoded this many times by the generic walk before their shape gets a writer. */
@@ -22,12 +25,14 @@ const SHORT_STRING = 0x40
 
 /** Objects with more keys, or longer key lists, than this stay on the generic path: what a shape holds is bounded. */
 const SHAPE_KEYS_MAX = 64
-const SHAPE_SIGNATURE_CHARS_MAX = 2048
+const SHAPE_KEY_CHARS_MAX = 2048
+/** Shapes kept under one first key, at most: a lookup compares the key lists of those, one by one. */
+const SHAPES_PER_FIRST_KEY_MAX = 16
 
 type Writer = (object: Record<string, unknown>) => void
 
 interface Shape {
-  /** The keys, in order: a signature could be shared by two key lists (keys may hold the separator). */
+  /** The keys, in order. */
   keys: readonly string[]
   seen: number
   writer: Writer | undefined
@@ -38,7 +43,10 @@ const UNSUPPORTED = Symbol('unsupported')
 
 let target = Buffer.allocUnsafe(64 * 1024)
 let position = 0
-const shapes = new Map<string, Shape>()
+/** Shapes by their first key; the shape of no keys apart. */
+const shapesByFirstKey = new Map<string, Shape[]>()
+let emptyShape: Shape | undefined
+let shapeCount = 0
 
 /** The value's msgpack bytes, as msgpackr would write them, or undefined when it holds a type not written here. */
 export function encodeHot(value: unknown): Buffer | undefined {
@@ -50,7 +58,9 @@ export function encodeHot(value: unknown): Buffer | undefined {
     throw error
   }
   // Bytes of their own: the scratch buffer is written again by the next call (small ones come from node's pool).
-  return Buffer.from(target.subarray(0, position))
+  const bytes = Buffer.allocUnsafe(position)
+  target.copy(bytes, 0, 0, position)
+  return bytes
 }
 
 function room(bytes: number): void {
@@ -83,13 +93,23 @@ function writeValue(value: unknown): void {
         target[position++] = 0xc0
         return
       }
-      if (value.constructor === Array) return writeArray(value as unknown[])
-      if (value.constructor === Object) return writeObject(value as Record<string, unknown>)
-      if (value.constructor === Buffer || value.constructor === Uint8Array) return writeBytes(value as Uint8Array)
-      throw UNSUPPORTED
+      return writeObjectValue(value)
     default:
       throw UNSUPPORTED
   }
+}
+
+/**
+ * An object, array or bytes, told apart as msgpackr does (by `constructor`) but from the prototype: reading
+ * `constructor` from every kind of object the server encodes is a megamorphic load, and was the encoder's largest
+ * cost in the server. The two agree except for an object that holds `constructor` itself, which writeObject declines.
+ */
+function writeObjectValue(value: object): void {
+  const prototype: unknown = Object.getPrototypeOf(value)
+  if (prototype === Object.prototype) return writeObject(value as Record<string, unknown>)
+  if (prototype === Array.prototype) return writeArray(value as unknown[])
+  if (prototype === Buffer.prototype || prototype === Uint8Array.prototype) return writeBytes(value as Uint8Array)
+  throw UNSUPPORTED
 }
 
 function writeNumber(value: number): void {
@@ -192,9 +212,17 @@ function writeLengthHeader(length: number, fix: number, sixteen: number, thirtyT
 
 function writeObject(object: Record<string, unknown>): void {
   const keys = Object.keys(object)
-  const shape = keys.length <= SHAPE_KEYS_MAX ? shapeOf(keys) : undefined
-  if (shape !== undefined && shape.writer === undefined && ++shape.seen >= SHAPE_WARM_UP) shape.writer = compileWriter(keys)
-  if (shape?.writer !== undefined) return shape.writer(object)
+  const shape = shapeOf(keys)
+  if (shape !== undefined) {
+    if (shape.writer !== undefined) return shape.writer(object)
+    if (++shape.seen >= SHAPE_WARM_UP) {
+      shape.writer = compileWriter(keys)
+      return shape.writer(object)
+    }
+  } else if (keys.includes('constructor')) {
+    // msgpackr takes an own `constructor` for the object's class; what it writes then is its business.
+    throw UNSUPPORTED
+  }
   writeLengthHeader(keys.length, 0x80, 0xde, 0xdf)
   for (const key of keys) {
     writeString(key)
@@ -202,22 +230,42 @@ function writeObject(object: Record<string, unknown>): void {
   }
 }
 
-/** The shape of exactly these keys, counted from now on if it is new and there is room; undefined if not kept. */
+/**
+ * The shape of exactly these keys, in this order: found among those of the same first key by comparing the keys
+ * (property names are internalized strings, so most comparisons are of two pointers), or created and counted from now
+ * on if there is room. Undefined for a key list kept on the generic path.
+ */
 function shapeOf(keys: readonly string[]): Shape | undefined {
-  const signature = keys.join('\u0000')
-  if (signature.length > SHAPE_SIGNATURE_CHARS_MAX) return undefined
-  const shape = shapes.get(signature)
-  if (shape === undefined) {
-    if (shapes.size >= SHAPES_MAX) return undefined
-    const created = { keys: [...keys], seen: 0, writer: undefined }
-    shapes.set(signature, created)
-    return created
+  const count = keys.length
+  if (count === 0) return (emptyShape ??= newShape(keys))
+  const first = keys[0] as string
+  let candidates = shapesByFirstKey.get(first)
+  if (candidates !== undefined) {
+    for (const shape of candidates) {
+      const known = shape.keys
+      if (known.length !== count) continue
+      let n = 1
+      while (n < count && known[n] === keys[n]) n++
+      if (n === count) return shape
+    }
   }
-  // `['a', 'b']` and `['a\u0000b']`, or `[]` and `['']`, share a signature: only the very key list the shape was
-  // made for may use its writer (a review's finding).
-  if (shape.keys.length !== keys.length) return undefined
-  for (let n = 0; n < keys.length; n++) if (shape.keys[n] !== keys[n]) return undefined
+  if (count > SHAPE_KEYS_MAX || shapeCount >= SHAPES_MAX || (candidates !== undefined && candidates.length >= SHAPES_PER_FIRST_KEY_MAX)) return undefined
+  let chars = 0
+  for (const key of keys) {
+    chars += key.length
+    // Never a writer for an object msgpackr reads another way (writeObject declines those).
+    if (key === 'constructor') return undefined
+  }
+  if (chars > SHAPE_KEY_CHARS_MAX) return undefined
+  if (candidates === undefined) shapesByFirstKey.set(first, (candidates = []))
+  const shape = newShape(keys)
+  candidates.push(shape)
   return shape
+}
+
+function newShape(keys: readonly string[]): Shape {
+  shapeCount++
+  return { keys: [...keys], seen: 0, writer: undefined }
 }
 
 /**
@@ -239,17 +287,27 @@ function compileWriter(keys: readonly string[]): Writer {
   }
   if (keys.length === 0) pieces.push(Buffer.from(target.subarray(start, position)))
   position = saved
-  const body = keys.length === 0 ? 'copy(pieces[0]);' : keys.map((key, n) => `copy(pieces[${n}]); value(object[${JSON.stringify(key)}]);`).join('\n')
-  const make = new Function('pieces', 'copy', 'value', `return function (object) {\n${body}\n}`) as (
+  // Most values are strings: the writer tests for one inline and skips writeValue's dispatch for it.
+  const body =
+    keys.length === 0
+      ? 'copy(pieces[0]);'
+      : keys.map((key, n) => `copy(pieces[${n}]); v = object[${JSON.stringify(key)}]; if (typeof v === 'string') string(v); else value(v);`).join('\n')
+  const make = new Function('pieces', 'copy', 'string', 'value', `return function (object) {\nlet v;\n${body}\n}`) as (
     pieces: Buffer[],
     copy: (bytes: Buffer) => void,
+    string: (value: string) => void,
     value: (value: unknown) => void,
   ) => Writer
-  return make(pieces, copyBytes, writeValue)
+  return make(pieces, copyBytes, writeString, writeValue)
 }
 
 function copyBytes(bytes: Buffer): void {
-  room(bytes.length)
-  bytes.copy(target, position)
-  position += bytes.length
+  const length = bytes.length
+  room(length)
+  // A key's few bytes by a loop: Buffer's copy costs more in its checks and native call than this does in all.
+  if (length < 64) for (let n = 0; n < length; n++) target[position++] = bytes[n] as number
+  else {
+    bytes.copy(target, position)
+    position += length
+  }
 }

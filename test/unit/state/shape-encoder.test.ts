@@ -137,6 +137,25 @@ describe('state: the shape encoder writes what msgpackr writes', function () {
     }
   })
 
+  it('keeps shapes of one first key apart, past the number it keeps writers for', () => {
+    // 24 key lists that share their first key and their length: the encoder keeps 16 of them as shapes.
+    const objects = Array.from({ length: 24 }, (_, n) => ({ sharedFirst: n, [`second${n}`]: `value ${n}`, third: [n] }))
+    for (let round = 0; round < 20; round++) for (const object of objects) expectSameBytes(object)
+    // And a longer list that starts like a kept one.
+    for (let n = 0; n < 20; n++) expectSameBytes({ sharedFirst: 1, second1: 'x', third: [], fourth: null })
+  })
+
+  it('declines an object with its own `constructor` key, which msgpackr reads as its class, however often it comes', () => {
+    const owned = [{ constructor: 'x', b: 1 }, { a: 1, constructor: 2 }, Object.fromEntries([...Array.from({ length: 70 }, (_, n) => [`many${n}`, n]), ['constructor', 'x']])]
+    for (let n = 0; n < 20; n++) {
+      for (const value of owned) {
+        expect(encodeHot(value)).to.equal(undefined)
+        expect(encodeHot({ holder: [value] })).to.equal(undefined)
+        expect(encode(value).equals(msgpackr.pack(value))).to.equal(true)
+      }
+    }
+  })
+
   it('declines what it does not write, and the codec writes it with msgpackr', () => {
     const declined: unknown[] = [-1, 1.5, 2 ** 32, Number.NaN, 10n, new Date(0), new Map([['a', 1]]), new Set([1]), { nested: [{ deep: -5 }] }, Object.create(null)]
     for (const [n, value] of declined.entries()) {
