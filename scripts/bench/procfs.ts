@@ -10,6 +10,32 @@ import { readFileSync, readdirSync } from 'node:fs'
 const TICKS_PER_SECOND = 100
 const SAMPLE_INTERVAL_MS = 250
 
+/** A thread's name (/proc comm) and its CPU so far in clock ticks (utime + stime). */
+export interface ThreadTicks {
+  name: string
+  ticks: number
+}
+
+/** CPU seconds per clock tick of /proc's utime and stime. */
+export const SECONDS_PER_TICK = 1 / TICKS_PER_SECOND
+
+/** Each thread of `pid` by thread ID: its name and CPU ticks so far. Read before and after a load, it adds nothing. */
+export function threadTicks(pid: number): Map<number, ThreadTicks> {
+  const result = new Map<number, ThreadTicks>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      result.set(Number(tid), { name, ticks: Number(fields[11]) + Number(fields[12]) })
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return result
+}
+
 export interface ProcSample {
   rssBytes: number
   cpuTicks: number

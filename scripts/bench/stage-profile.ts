@@ -28,11 +28,11 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { WardenClient } from '../../src/api/index.js'
 import { runCannon } from './cannon.js'
 import { perfProfiles } from './perf-profile.js'
+import { SECONDS_PER_TICK, threadTicks } from './procfs.js'
 import { jsonHeaders } from './context.js'
 import { WardenCluster } from './warden.js'
 import { benchPolicy } from './workload-writes.js'
 
-const TICKS_PER_S = 100
 /** perf's sampling rate with --perf: about one sample per millisecond of CPU. */
 const PERF_HZ = 999
 const HOOK = pathToFileURL(join(import.meta.dirname, 'cpu-profile-window.mjs')).href
@@ -77,27 +77,6 @@ function leveldbDirs(root: string): string[] {
   }
   walk(root)
   return found
-}
-
-interface ThreadTicks {
-  name: string
-  ticks: number
-}
-
-/** Each thread of `pid`: its name (/proc comm) and CPU ticks so far, by thread ID. */
-function threadTicks(pid: number): Map<number, ThreadTicks> {
-  const result = new Map<number, ThreadTicks>()
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      result.set(Number(tid), { name, ticks: Number(fields[11]) + Number(fields[12]) })
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return result
 }
 
 const args = process.argv.slice(2)
@@ -200,8 +179,8 @@ try {
       loaded: name === node,
       pid,
       profile: profile || perf ? `CPU.${pid}.cpuprofile` : undefined,
-      mainCpuS: mainTicks / TICKS_PER_S,
-      otherCpuS: Object.fromEntries(Object.entries(otherTicks).map(([threadName, ticks]) => [threadName, ticks / TICKS_PER_S])),
+      mainCpuS: mainTicks * SECONDS_PER_TICK,
+      otherCpuS: Object.fromEntries(Object.entries(otherTicks).map(([threadName, ticks]) => [threadName, ticks * SECONDS_PER_TICK])),
       leveldb: Object.fromEntries(
         leveldbDirs(dataDir).map((directory) => [relative(dataDir, directory), leveldbBackgroundBytes(join(directory, 'LOG'), windowStartMs, windowEndMs + 2_000)]),
       ),

@@ -6,33 +6,15 @@
  *
  *   npx tsx scripts/bench/thread-cpu.ts [SECONDS (default 12)] [leader|follower (default leader)]
  */
-import { mkdtemp, readdirSync, readFileSync, rm } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { runCannon } from './cannon.js'
 import { jsonHeaders } from './context.js'
+import { SECONDS_PER_TICK, threadTicks } from './procfs.js'
 import { WardenCluster } from './warden.js'
 import { benchPolicy } from './workload-writes.js'
-
-/** Clock ticks per second of /proc's utime and stime (USER_HZ, 100 on Linux). */
-const TICKS_PER_S = 100
-
-/** CPU ticks so far of each thread of `pid`, by thread ID. */
-function threadTicks(pid: number): Map<number, number> {
-  const ticks = new Map<number, number>()
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
-      // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      ticks.set(Number(tid), Number(fields[11]) + Number(fields[12]))
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return ticks
-}
 
 const seconds = Number(process.argv[2] ?? 12)
 const target = process.argv[3] ?? 'leader'
@@ -57,13 +39,13 @@ try {
     const pid = warden.pid(name)
     let main = 0
     let other = 0
-    for (const [tid, ticks] of after.get(name) ?? []) {
-      const spent = ticks - (before.get(name)?.get(tid) ?? 0)
+    for (const [tid, thread] of after.get(name) ?? []) {
+      const spent = thread.ticks - (before.get(name)?.get(tid)?.ticks ?? 0)
       if (tid === pid) main += spent
       else other += spent
     }
-    const percent = (spent: number): number => Math.round((spent / TICKS_PER_S / seconds) * 100)
-    const perWriteUs = Math.round(((main + other) / TICKS_PER_S / (result.rps * seconds)) * 1e6)
+    const percent = (spent: number): number => Math.round((spent * SECONDS_PER_TICK / seconds) * 100)
+    const perWriteUs = Math.round((((main + other) * SECONDS_PER_TICK) / (result.rps * seconds)) * 1e6)
     process.stdout.write(`${name}${name === warden.leader ? ' (leader)' : ''}: main thread ${percent(main)}%, other threads ${percent(other)}%, ${perWriteUs} µs per write\n`)
   }
 } finally {
