@@ -125,6 +125,12 @@ function stringHeaderBytes(n: number): number {
   return n < 0x20 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : 5
 }
 
+/**
+ * Called, not looked up on each string: strings come in several hidden classes (flat, cons, sliced, thin), and
+ * `value.charCodeAt` was a megamorphic load for every character. With the function known, V8 inlines it.
+ */
+const charCodeAt = String.prototype.charCodeAt
+
 function writeString(value: string): void {
   const units = value.length
   room(units * 3 + 5)
@@ -135,14 +141,14 @@ function writeString(value: string): void {
   if (units < SHORT_STRING) {
     let at = position + guessed
     for (let i = 0; i < units; i++) {
-      let c1 = value.charCodeAt(i)
+      let c1 = charCodeAt.call(value, i)
       let c2: number
       if (c1 < 0x80) {
         target[at++] = c1
       } else if (c1 < 0x800) {
         target[at++] = (c1 >> 6) | 0xc0
         target[at++] = (c1 & 0x3f) | 0x80
-      } else if ((c1 & 0xfc00) === 0xd800 && ((c2 = value.charCodeAt(i + 1)) & 0xfc00) === 0xdc00) {
+      } else if ((c1 & 0xfc00) === 0xd800 && ((c2 = charCodeAt.call(value, i + 1)) & 0xfc00) === 0xdc00) {
         c1 = 0x10000 + ((c1 & 0x03ff) << 10) + (c2 & 0x03ff)
         i++
         target[at++] = (c1 >> 18) | 0xf0
