@@ -5,8 +5,8 @@
  * (docs/benchmarks.md, issue 22), which hides a change of a few percent between two runs of stage-profile.ts; windows
  * that alternate every few seconds see the same machine, and the paired differences show what each variant costs.
  *
- *   npx tsx scripts/bench/ab.ts --a 'NAME=VALUE ...' --b 'NAME=VALUE ...' [--target leader|follower] [--rounds N (8)]
- *     [--seconds S (6)] [--warmup S (15)] [--connections N (64)]
+ *   npx tsx scripts/bench/ab.ts --a 'NAME=VALUE ...' --b 'NAME=VALUE ...' [--target leader|follower] [--rounds N (8,
+ *     even)] [--seconds S (6)] [--warmup S (15)] [--connections N (64)]
  *
  * Per window: writes/s, and the CPU µs per acknowledged write of the loaded node's main thread and of the cluster
  * (every thread of the three agents, from /proc). The summary gives each variant's median and, per round, B against
@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { runCannon, type CannonRequest } from './cannon.js'
+import { killEverythingNow, stopEverything } from './children.js'
 import { jsonHeaders } from './context.js'
 import { SECONDS_PER_TICK, threadTicks } from './procfs.js'
 import { WardenCluster } from './warden.js'
@@ -38,15 +39,30 @@ const seconds = Number(values.seconds)
 const warmupS = Number(values.warmup)
 const connections = Number(values.connections)
 const target = values.target === 'follower' ? 'follower' : 'leader'
-if (!(rounds > 0 && seconds > 0 && warmupS >= 0 && connections > 0)) {
-  process.stderr.write("usage: ab.ts --a 'NAME=VALUE ...' --b 'NAME=VALUE ...' [--target leader|follower] [--rounds N] [--seconds S] [--warmup S]\n")
+const USAGE = "usage: ab.ts --a 'NAME=VALUE ...' --b 'NAME=VALUE ...' [--target leader|follower] [--rounds N (even)] [--seconds S] [--warmup S] [--connections N]\n"
+// An even number of rounds: as many with A first as with B first.
+if (!(rounds > 0 && rounds % 2 === 0 && seconds > 0 && warmupS >= 0 && connections > 0)) {
+  process.stderr.write(USAGE)
   process.exit(2)
 }
 
-/** `NAME=VALUE NAME=VALUE`; a value runs to the next ` NAME=` (so NODE_OPTIONS may hold spaces). */
+/**
+ * `NAME=VALUE NAME=VALUE`; a value runs to the next ` NAME=` (so NODE_OPTIONS may hold spaces). Anything else is
+ * refused: `--b '--max-semi-space-size=64'` would otherwise read as a variable named `size`, and make the run A/A.
+ */
 function parseEnvironment(text: string): Record<string, string> {
   const result: Record<string, string> = {}
-  for (const match of text.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=(.*?)(?=\s+[A-Za-z_][A-Za-z0-9_]*=|\s*$)/g)) result[match[1] as string] = match[2] as string
+  const pair = /^\s*([A-Za-z_][A-Za-z0-9_]*)=(.*?)(?=\s+[A-Za-z_][A-Za-z0-9_]*=|\s*$)/
+  let rest = text
+  while (rest.trim() !== '') {
+    const match = pair.exec(rest)
+    if (match === null) {
+      process.stderr.write(`ab.ts: cannot read "${rest.trim()}" as NAME=VALUE\n${USAGE}`)
+      process.exit(2)
+    }
+    result[match[1] as string] = match[2] as string
+    rest = rest.slice(match[0].length)
+  }
   return result
 }
 
@@ -110,6 +126,21 @@ const median = (numbers: number[]): number => {
 
 const workDir = mkdtempSync(join(tmpdir(), 'warden-ab-'))
 const variants: Variant[] = []
+// Every cluster registers its stop with children.ts as it starts: a failure, Ctrl-C or an exit stops them all.
+let stopping = false
+const onSignal = (signal: NodeJS.Signals): void => {
+  if (stopping) return
+  stopping = true
+  process.stderr.write(`ab.ts: ${signal}: stopping both clusters\n`)
+  void stopEverything()
+    .catch((error: unknown) => process.stderr.write(`ab.ts: ${error instanceof Error ? error.message : String(error)}\n`))
+    .finally(() => {
+      rmSync(workDir, { recursive: true, force: true })
+      process.exit(130)
+    })
+}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal)
+process.on('exit', killEverythingNow)
 try {
   variants.push(await startVariant('A', parseEnvironment(values.a ?? '')))
   variants.push(await startVariant('B', parseEnvironment(values.b ?? '')))
@@ -140,6 +171,6 @@ try {
     `B against A, per round: writes/s ratio median ${median(ratios).toFixed(3)} (B faster in ${wins} of ${rounds}), main ${median(mainDiff).toFixed(1)} µs/write, cluster ${median(clusterDiff).toFixed(1)} µs/write (medians of the differences)\n`,
   )
 } finally {
-  await Promise.allSettled(variants.map((variant) => variant.cluster.stop()))
+  await stopEverything()
   rmSync(workDir, { recursive: true, force: true })
 }

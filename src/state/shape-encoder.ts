@@ -5,15 +5,15 @@
  * frames), so its property reads go through V8's megamorphic stub cache, which the rest of the server fills too: in
  * the server one token record took about 6 µs to encode, against 1.5 µs in a small script (docs/benchmarks.md, issue
  * 22, twelfth session). Here an object shape seen often (the same keys in the same order) gets a writer of its own,
- * generated once, whose property reads each see one shape. Nothing on the hot path reads a property of an arbitrary
- * object: a value's kind comes from `typeof`, `Array.isArray` and its prototype, and a shape is found by comparing its
- * keys one by one, so no read goes through the megamorphic cache (docs/benchmarks.md, issue 22, thirteenth session).
+ * generated once, whose property reads each see the objects of one key list only. A value's kind comes from `typeof`
+ * and its prototype rather than from reading its `constructor`, and a shape is found by comparing its keys one by
+ * one rather than by building and hashing a string of them (docs/benchmarks.md, issue 22, thirteenth session).
  *
  * Only what is common in records, commands and shipped writes is written here: strings, integers from 0 to 2^32 - 1,
  * booleans, null, undefined, bytes (a Buffer or a Uint8Array), arrays, and plain objects of those. Anything else (a
- * negative or fractional number, a Map, a Date, another typed array, a class instance, an object with a key named
- * `constructor`, which msgpackr reads as the object's class) makes `encodeHot` return undefined, and the caller encodes
- * the value with msgpackr.
+ * negative or fractional number, a Map, a Date, another typed array, a class instance, a value that holds its own
+ * `constructor`, which msgpackr reads as its class, bytes that hold their own `toJSON`, which msgpackr writes instead)
+ * makes `encodeHot` return undefined, and the caller encodes the value with msgpackr.
  */
 
 /** Objects of one key list are encoded this many times by the generic walk before their shape gets a writer. */
@@ -43,6 +43,7 @@ const UNSUPPORTED = Symbol('unsupported')
 
 let target = Buffer.allocUnsafe(64 * 1024)
 let position = 0
+let busy = false
 /** Shapes by their first key; the shape of no keys apart. */
 const shapesByFirstKey = new Map<string, Shape[]>()
 let emptyShape: Shape | undefined
@@ -50,12 +51,18 @@ let shapeCount = 0
 
 /** The value's msgpack bytes, as msgpackr would write them, or undefined when it holds a type not written here. */
 export function encodeHot(value: unknown): Buffer | undefined {
+  // A getter of the value being written that encodes something itself would write over the scratch buffer: that
+  // inner value goes to msgpackr.
+  if (busy) return undefined
+  busy = true
   position = 0
   try {
     writeValue(value)
   } catch (error) {
     if (error === UNSUPPORTED) return undefined
     throw error
+  } finally {
+    busy = false
   }
   // Bytes of their own: the scratch buffer is written again by the next call (small ones come from node's pool).
   const bytes = Buffer.allocUnsafe(position)
@@ -102,13 +109,16 @@ function writeValue(value: unknown): void {
 /**
  * An object, array or bytes, told apart as msgpackr does (by `constructor`) but from the prototype: reading
  * `constructor` from every kind of object the server encodes is a megamorphic load, and was the encoder's largest
- * cost in the server. The two agree except for an object that holds `constructor` itself, which writeObject declines.
+ * cost in the server. The two agree unless the value holds `constructor` itself (enumerable or not), which overrides
+ * its prototype's for msgpackr: such a value is declined, as are bytes that hold a `toJSON` of their own, which
+ * msgpackr writes instead of them (a review's findings).
  */
 function writeObjectValue(value: object): void {
+  if (Object.hasOwn(value, 'constructor')) throw UNSUPPORTED
   const prototype: unknown = Object.getPrototypeOf(value)
   if (prototype === Object.prototype) return writeObject(value as Record<string, unknown>)
   if (prototype === Array.prototype) return writeArray(value as unknown[])
-  if (prototype === Buffer.prototype || prototype === Uint8Array.prototype) return writeBytes(value as Uint8Array)
+  if ((prototype === Buffer.prototype || prototype === Uint8Array.prototype) && !Object.hasOwn(value, 'toJSON')) return writeBytes(value as Uint8Array)
   throw UNSUPPORTED
 }
 
@@ -172,12 +182,13 @@ function writeString(value: string): void {
   position += length
 }
 
-/** msgpack's bin, as msgpackr writes a Buffer or a Uint8Array. */
+/** msgpack's bin, as msgpackr writes a Buffer or a Uint8Array: by its byteLength (a `length` could be its own). */
 function writeBytes(bytes: Uint8Array): void {
-  room(bytes.length + 5)
-  writeSized(bytes.length, 0xc4, 0xc5, 0xc6)
+  const length = bytes.byteLength
+  room(length + 5)
+  writeSized(length, 0xc4, 0xc5, 0xc6)
   target.set(bytes, position)
-  position += bytes.length
+  position += length
 }
 
 /** `n` after its tag, in one, two or four bytes: msgpack's 8-, 16- and 32-bit forms of an integer, a string or bin. */
@@ -197,8 +208,10 @@ function writeSized(n: number, tag8: number, tag16: number, tag32: number): void
 }
 
 function writeArray(array: unknown[]): void {
-  writeLengthHeader(array.length, 0x90, 0xdc, 0xdd)
-  for (let i = 0; i < array.length; i++) writeValue(array[i])
+  // The length read once, as msgpackr does: the header and the elements written agree whatever a getter does.
+  const length = array.length
+  writeLengthHeader(length, 0x90, 0xdc, 0xdd)
+  for (let i = 0; i < length; i++) writeValue(array[i])
 }
 
 function writeLengthHeader(length: number, fix: number, sixteen: number, thirtyTwo: number): void {
@@ -225,9 +238,6 @@ function writeObject(object: Record<string, unknown>): void {
       shape.writer = compileWriter(keys)
       return shape.writer(object)
     }
-  } else if (keys.includes('constructor')) {
-    // msgpackr takes an own `constructor` for the object's class; what it writes then is its business.
-    throw UNSUPPORTED
   }
   writeLengthHeader(keys.length, 0x80, 0xde, 0xdf)
   for (const key of keys) {
@@ -259,8 +269,6 @@ function shapeOf(keys: readonly string[]): Shape | undefined {
   let chars = 0
   for (const key of keys) {
     chars += key.length
-    // Never a writer for an object msgpackr reads another way (writeObject declines those).
-    if (key === 'constructor') return undefined
   }
   if (chars > SHAPE_KEY_CHARS_MAX) return undefined
   if (candidates === undefined) shapesByFirstKey.set(first, (candidates = []))

@@ -145,6 +145,37 @@ describe('state: the shape encoder writes what msgpackr writes', function () {
     for (let n = 0; n < 20; n++) expectSameBytes({ sharedFirst: 1, second1: 'x', third: [], fourth: null })
   })
 
+  it('agrees with msgpackr on values whose own properties change how msgpackr reads them (a review\'s findings)', () => {
+    const hiddenConstructor = (value: object, constructor: unknown): object => Object.defineProperty(value, 'constructor', { value: constructor, enumerable: false })
+    const cases: Array<() => unknown> = [
+      () => hiddenConstructor({ a: 1 }, Array),
+      () => hiddenConstructor({ a: 1 }, undefined),
+      () => Object.assign([1, 2], { constructor: Object }),
+      () => Object.assign(Buffer.from([1, 2]), { constructor: Object }),
+      () => Object.assign(new Uint8Array([1, 2]), { toJSON: () => 'j' }),
+      () => Object.assign(Buffer.from([1, 2]), { toJSON: () => 'j' }),
+      () => Object.defineProperty(new Uint8Array([1, 2, 3]), 'length', { value: 1 }),
+      // A getter that grows the array while it is written: the header says the length it had when read.
+      () => {
+        const array: unknown[] = [1, 2]
+        Object.defineProperty(array, 0, { get: () => (array.push(9), 1), enumerable: true })
+        return array
+      },
+    ]
+    for (let n = 0; n < 20; n++) {
+      for (const [index, make] of cases.entries()) {
+        const ours = encodeHot(make())
+        if (ours !== undefined) expect(ours.toString('hex'), `case ${index}`).to.equal(msgpackr.pack(make()).toString('hex'))
+        expect(encode(make()).toString('hex'), `case ${index}`).to.equal(msgpackr.pack(make()).toString('hex'))
+      }
+    }
+  })
+
+  it('leaves to msgpackr a value encoded by a getter of the value being encoded', () => {
+    const outer = () => ({ a: 'before', get b() { return encode({ inner: 'z'.repeat(10) }).toString('hex') }, c: 'after' })
+    for (let n = 0; n < 20; n++) expect(encode(outer()).toString('hex')).to.equal(msgpackr.pack(outer()).toString('hex'))
+  })
+
   it('declines an object with its own `constructor` key, which msgpackr reads as its class, however often it comes', () => {
     const owned = [{ constructor: 'x', b: 1 }, { a: 1, constructor: 2 }, Object.fromEntries([...Array.from({ length: 70 }, (_, n) => [`many${n}`, n]), ['constructor', 'x']])]
     for (let n = 0; n < 20; n++) {
