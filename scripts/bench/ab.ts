@@ -21,6 +21,7 @@ import { killEverythingNow, stopEverything } from './children.js'
 import { jsonHeaders } from './context.js'
 import { SECONDS_PER_TICK, threadTicks } from './procfs.js'
 import { WardenCluster } from './warden.js'
+import { medianOf as median } from './workload-links.js'
 import { benchPolicy } from './workload-writes.js'
 
 const { values } = parseArgs({
@@ -102,26 +103,22 @@ async function startVariant(label: 'A' | 'B', environment: Record<string, string
 async function measure(variant: Variant, workDir: string): Promise<Window> {
   const { cluster, node } = variant
   const pids = cluster.nodes().map((name) => cluster.pid(name))
+  const loaded = cluster.pid(node)
   const before = pids.map((pid) => threadTicks(pid))
   const { result } = await runCannon({ origin: cluster.origin(node), connections, durationS: seconds, requests: [variant.request], workDir }, [])
   const after = pids.map((pid) => threadTicks(pid))
   let main = 0
   let all = 0
-  for (const [n, pid] of pids.entries()) {
-    for (const [tid, thread] of after[n] ?? []) {
+  for (const [n, threads] of after.entries()) {
+    for (const [tid, thread] of threads) {
       const spent = thread.ticks - (before[n]?.get(tid)?.ticks ?? 0)
       all += spent
-      if (tid === pid && pid === cluster.pid(node)) main += spent
+      // A process's main thread has its pid for a thread ID.
+      if (tid === loaded) main += spent
     }
   }
   const writes = Math.max(1, result.ok)
   return { writesPerS: result.ok / result.durationS, mainUs: (main * SECONDS_PER_TICK * 1e6) / writes, clusterUs: (all * SECONDS_PER_TICK * 1e6) / writes }
-}
-
-const median = (numbers: number[]): number => {
-  const sorted = [...numbers].sort((x, y) => x - y)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
 }
 
 const workDir = mkdtempSync(join(tmpdir(), 'warden-ab-'))

@@ -170,12 +170,17 @@ function cpuTicks(pids: number[]): number {
   return pids.reduce((sum, pid) => sum + (readProc(pid)?.cpuTicks ?? 0), 0)
 }
 
-export function median(values: number[]): number {
+/** The median of `values` (the mean of the middle two for an even count; 0 for none). */
+export function medianOf(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   if (sorted.length === 0) return 0
   const middle = Math.floor(sorted.length / 2)
-  const value = sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
-  return Math.round(value * 100) / 100
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+/** medianOf, to two decimals, as the tables print it. */
+export function median(values: number[]): number {
+  return Math.round(medianOf(values) * 100) / 100
 }
 
 /** The item whose key is the median (the lower middle one for an even count). */

@@ -196,7 +196,14 @@ function writeSized(n: number, tag8: number, tag16: number, tag32: number): void
   if (n < 0x100) {
     target[position++] = tag8
     target[position++] = n
-  } else if (n < 0x10000) {
+  } else {
+    writeWide(n, tag16, tag32)
+  }
+}
+
+/** `n` after its tag, in two or four bytes: the 16- and 32-bit forms every sized header of msgpack shares. */
+function writeWide(n: number, tag16: number, tag32: number): void {
+  if (n < 0x10000) {
     target[position++] = tag16
     target[position++] = n >> 8
     target[position++] = n & 0xff
@@ -214,19 +221,11 @@ function writeArray(array: unknown[]): void {
   for (let i = 0; i < length; i++) writeValue(array[i])
 }
 
+/** An array's or a map's header: its length in the fix form's low bits, else in 16 or 32 bits (no 8-bit form). */
 function writeLengthHeader(length: number, fix: number, sixteen: number, thirtyTwo: number): void {
   room(5)
-  if (length < 0x10) {
-    target[position++] = fix | length
-  } else if (length < 0x10000) {
-    target[position++] = sixteen
-    target[position++] = length >> 8
-    target[position++] = length & 0xff
-  } else {
-    target[position++] = thirtyTwo
-    target.writeUInt32BE(length, position)
-    position += 4
-  }
+  if (length < 0x10) target[position++] = fix | length
+  else writeWide(length, sixteen, thirtyTwo)
 }
 
 function writeObject(object: Record<string, unknown>): void {
@@ -267,9 +266,7 @@ function shapeOf(keys: readonly string[]): Shape | undefined {
   }
   if (count > SHAPE_KEYS_MAX || shapeCount >= SHAPES_MAX || (candidates !== undefined && candidates.length >= SHAPES_PER_FIRST_KEY_MAX)) return undefined
   let chars = 0
-  for (const key of keys) {
-    chars += key.length
-  }
+  for (const key of keys) chars += key.length
   if (chars > SHAPE_KEY_CHARS_MAX) return undefined
   if (candidates === undefined) shapesByFirstKey.set(first, (candidates = []))
   const shape = newShape(keys)
