@@ -90,6 +90,14 @@ const tls = spec.tls
 const cpuPids = spec.cpuPids ?? []
 const timesMs: number[] = []
 const cpuBefore = cpuNow(cpuPids)
+const rotates = (spec.tokens?.length ?? 0) > 0 || (spec.paths?.length ?? 0) > 0
+function setupRequest(request: RequestData): RequestData {
+  const n = next++
+  const { tokens, paths } = spec
+  if (tokens !== undefined && tokens.length > 0) request.headers = { ...request.headers, 'X-Service-Token': tokens[n % tokens.length] ?? '' }
+  if (paths !== undefined && paths.length > 0) request.path = paths[n % paths.length] ?? spec.path
+  return request
+}
 const instance = autocannon({
   url: spec.url,
   ...(tls === undefined ? {} : { tlsOptions: { ca: readFileSync(tls.caFile), cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } }),
@@ -102,13 +110,11 @@ const instance = autocannon({
       path: spec.path,
       headers: spec.headers,
       ...(spec.body === undefined ? {} : { body: spec.body }),
-      setupRequest: (request: RequestData) => {
-        const n = next++
-        const { tokens, paths } = spec
-        if (tokens !== undefined && tokens.length > 0) request.headers = { ...request.headers, 'X-Service-Token': tokens[n % tokens.length] ?? '' }
-        if (paths !== undefined && paths.length > 0) request.path = paths[n % paths.length] ?? spec.path
-        return request
-      },
+      // Only when something rotates: with a setupRequest, autocannon builds every request's bytes anew (headers,
+      // body, an id) instead of sending the ones it built once, which cost this process about half again the CPU
+      // of the CLI's load on the same server (docs/benchmarks.md, issue 22, fourteenth session), CPU taken from the
+      // servers it shares the machine with.
+      ...(rotates ? { setupRequest } : {}),
     },
   ],
 })
