@@ -87,6 +87,7 @@ describe('bench: the programmatic load generator', function () {
     expect(seen.length).to.be.at.least(result.ok)
     for (const request of seen) expect(request).to.deep.equal({ method: 'PUT', path: '/v1/acl/token', token: 'fixed', body })
     expect(result.latencyUs?.p50).to.be.greaterThan(0)
-    expect(result.cpuS?.[String(process.pid)]).to.be.a('number')
+    // This process served the whole load, so its CPU over the load is more than nothing.
+    expect(result.cpuS?.[String(process.pid)]).to.be.greaterThan(0)
   })
 })
