@@ -175,6 +175,8 @@ export class RaftReplica {
   /** When this node last heard from its leader, on the environment's monotonic clock. */
   private lastLeaderContactAt = 0
   private readonly writes: EntryWaiters<ApplyResult | undefined>
+  /** See releasedThrough. */
+  private released = 0
   private readonly applied: AppliedWaiters
   private readonly reads = new Map<string, { lease: boolean; resolve: () => void; reject: (error: WardenError) => void }>()
   private readonly leaderWaiters = new Set<{ resolve: () => void; reject: (error: WardenError) => void }>()
@@ -458,14 +460,16 @@ export class RaftReplica {
    * write's caller needs the command's result, which only applying it here gives.
    */
   private applyOptions(leading: boolean): ApplyOptions<Entry> {
+    const computed = this.releaseComputed
     if (leading) {
-      if (!this.shipWrites) return {}
+      if (!this.shipWrites) return { computed }
       // A leader without followers has no one to ship to.
       const { voters, learners } = this.core.status({ progress: false }).configuration
-      if (voters.length + learners.length <= 1) return {}
-      return { produced: (entry, shipped) => this.outbox.produced(entry.index, entry.term, shipped) }
+      if (voters.length + learners.length <= 1) return { computed }
+      return { computed, produced: (entry, shipped) => this.outbox.produced(entry.index, entry.term, shipped) }
     }
     return {
+      computed,
       shipped: (entry) => {
         // With shipping off this only counts: every command is run.
         const shipped = !this.shipWrites || this.writes.has(entry.index) ? undefined : this.inbox.take(entry.index, entry.term)
@@ -523,6 +527,23 @@ export class RaftReplica {
   }
 
   /** What an applied entry means beyond the state: membership, and the proposal waiting on it. */
+  /**
+   * A batch's results are computed and its writes not yet in the state: the writes that accept it (proposeLocally's
+   * `early`) are answered now, and what this node serves after that waits for the batch (releasedThrough).
+   */
+  private readonly releaseComputed = (entry: Entry, result: ApplyResult): void => {
+    if (entry.type !== 'command' || !this.writes.released(entry.index, entry.term, result)) return
+    if (entry.index > this.released) this.released = entry.index
+  }
+
+  /**
+   * The highest index whose result this node gave out before its apply was written (proposeLocally's `early`): until
+   * lastApplied reaches it, what this node reads may lack a write it has answered (ClusterNode waits for it).
+   */
+  get releasedThrough(): number {
+    return this.released
+  }
+
   private afterApply(entry: Entry, command: Command, result: ApplyResult): void {
     this.membershipChanges.afterApply(entry, command)
     this.writes.applied(entry.index, entry.term, entry.type === 'command' ? result : undefined)
@@ -601,8 +622,12 @@ export class RaftReplica {
   // ---------------------------------------------------------------------------------------------------------------
   // Proposals, reads and waits, for src/rpc and membership.
 
-  /** Proposes an encoded command on this node, which must lead; resolves once it is applied here. */
-  proposeLocally(data: Uint8Array): Promise<ProposalOutcome> {
+  /**
+   * Proposes an encoded command on this node, which must lead; resolves once it is applied here. `early`: once its
+   * result is computed, before its apply is written, where the caller needs only the result (an answer rendered from
+   * it) and this node's later requests wait for the write (releasedThrough).
+   */
+  proposeLocally(data: Uint8Array, options: { early?: boolean } = {}): Promise<ProposalOutcome> {
     if (this.writes.full()) return Promise.reject(new WardenError('rate_limited', 'too many writes are waiting to commit; retry later'))
     const proposed = this.core.propose([data])
     if (!proposed.ok) {
@@ -612,7 +637,7 @@ export class RaftReplica {
     this.kick()
     const index = proposed.index
     return this.writes
-      .wait(index, proposed.term, this.applyWaitMs, 'the write was not committed in time; it may or may not be applied')
+      .wait(index, proposed.term, this.applyWaitMs, 'the write was not committed in time; it may or may not be applied', options.early === true)
       .then((result) => ({ result: result!, index }))
   }
 

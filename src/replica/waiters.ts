@@ -7,6 +7,8 @@ import { WardenError } from '../lib/errors.js'
 
 interface EntryWaiter<T> {
   readonly term: number
+  /** May be told its entry's result before the entry's apply is written (released). */
+  readonly early: boolean
   readonly resolve: (value: T) => void
   readonly reject: (error: WardenError) => void
   readonly timer: Timer
@@ -35,11 +37,15 @@ export class EntryWaiters<T> {
     return this.count >= this.countMax
   }
 
-  /** Waits for the entry (index, term) to be applied, at most `timeoutMs`; then its outcome is unknown. */
-  wait(index: number, term: number, timeoutMs: number, timeoutMessage: string): Promise<T> {
+  /**
+   * Waits for the entry (index, term) to be applied, at most `timeoutMs`; then its outcome is unknown. `early`: the
+   * result may come as soon as it is computed (released), before the apply is written.
+   */
+  wait(index: number, term: number, timeoutMs: number, timeoutMessage: string, early = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const waiter: EntryWaiter<T> = {
         term,
+        early,
         resolve,
         reject,
         timer: this.environment.setTimeout(() => {
@@ -70,6 +76,24 @@ export class EntryWaiters<T> {
       if (waiter.term === term) waiter.resolve(value)
       else waiter.reject(new WardenError('no_leader', 'the leader changed before this write was committed; it was not applied, so it is safe to retry'))
     }
+  }
+
+  /**
+   * The result of the entry (index, term) is computed, and its apply not yet written: the waiters that accept an
+   * early result for that very entry get it now (`applied` settles the others). Whether any did.
+   */
+  released(index: number, term: number, value: T): boolean {
+    const list = this.byIndex.get(index)
+    if (list === undefined) return false
+    let released = false
+    for (const waiter of [...list]) {
+      if (!waiter.early || waiter.term !== term) continue
+      this.remove(index, waiter)
+      waiter.timer.cancel()
+      waiter.resolve(value)
+      released = true
+    }
+    return released
   }
 
   /** A snapshot up to `index` was installed: entries at or below it were never applied here one by one. */

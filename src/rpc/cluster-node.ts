@@ -49,6 +49,11 @@ const RETRY_PAUSE_MS = 50
  * answerBeforeLocalApply, before serving a request after that answer): past it the node answers from what it has.
  */
 const OWN_APPLY_WAIT_MS_MAX = 5_000
+/**
+ * Forwarded commands are answered as soon as their results are computed (RaftReplica.proposeLocally): the follower
+ * either waits for its own apply, which follows the leader's written one, or answers ahead as its caller allows.
+ */
+const EARLY = { early: true } as const
 
 /** Beyond the leader's own wait for a leadership transfer, how long a follower that forwarded it waits for the answer. */
 const TRANSFER_ANSWER_SLACK_MS = 2_000
@@ -75,6 +80,8 @@ export class ClusterNode implements Cluster {
    * set of apply waiters under load).
    */
   private readonly answeredAhead: { index: number; untilMs: number; waiting?: { index: number; untilMs: number; done: Promise<void> } } = { index: 0, untilMs: 0 }
+  /** The one wait for RaftReplica.releasedThrough that the requests served meanwhile share (ownWritesApplied). */
+  private landing: { index: number; done: Promise<void> } | undefined
   /** Refused forwarded commands are logged at most once per peer and problem per interval: a peer could flood. */
   private readonly refusals = new LogLimiter()
   /** The cluster view of GET /v1/operator/cluster; serves the `raft-state` and `cluster-status` peer requests. */
@@ -92,7 +99,9 @@ export class ClusterNode implements Cluster {
       const refusal = this.refusal(from, data)
       if (refusal !== undefined) throw refusal
       this.mustLead()
-      const outcome = await this.replica.proposeLocally(data)
+      // The follower waits for its own apply or answers ahead as its caller allows; this node's later requests wait
+      // for the write (ownWritesApplied).
+      const outcome = await this.replica.proposeLocally(data, EARLY)
       return { ...outcome, namesIndex: this.namesIndex() }
     })
     replica.handleRequests('propose-batch', (from, request) => this.serveBatch(from, request['commands']))
@@ -141,13 +150,13 @@ export class ClusterNode implements Cluster {
     const data = encodeCommand(command)
     if (options.leaderOnly === true) {
       if (!this.replica.isLeader()) throw new WardenError('no_leader', 'this node is no longer the leader; only the leader proposes this')
-      return this.replica.proposeLocally(data)
+      return this.replica.proposeLocally(data, { early: options.answerBeforeLocalApply === true })
     }
     const { environment } = this.replica
     const deadline = environment.now() + this.replica.leaderWaitMs
     for (;;) {
       try {
-        if (this.replica.isLeader()) return await this.replica.proposeLocally(data)
+        if (this.replica.isLeader()) return await this.replica.proposeLocally(data, { early: options.answerBeforeLocalApply === true })
         const leader = this.replica.leader
         if (leader !== null) {
           const response = await this.forward(leader, data)
@@ -203,7 +212,7 @@ export class ClusterNode implements Cluster {
     }
     // Nothing has left yet, so the batch may follow a leader change that happened since it opened.
     if (this.replica.isLeader()) {
-      for (const item of items) this.replica.proposeLocally(item.data).then(item.resolve, item.reject)
+      for (const item of items) this.replica.proposeLocally(item.data, EARLY).then(item.resolve, item.reject)
       return
     }
     const leader = this.replica.leader ?? batch.leader
@@ -245,7 +254,7 @@ export class ClusterNode implements Cluster {
     const settled = await Promise.allSettled(
       commands.map((data) => {
         const refusal = this.refusal(from, data)
-        return refusal === undefined ? this.replica.proposeLocally(data) : Promise.reject(refusal)
+        return refusal === undefined ? this.replica.proposeLocally(data, EARLY) : Promise.reject(refusal)
       }),
     )
     // Read once the whole batch has settled: the same for every outcome of it.
@@ -325,6 +334,26 @@ export class ClusterNode implements Cluster {
    * write a fraction of a millisecond after the leader's answer reaches it.
    */
   private ownWritesApplied(): Promise<void> {
+    // Results this node gave out before their apply was written (RaftReplica.releasedThrough): a write of a batch
+    // in flight, milliseconds away, with no timeout but the apply's own (a failed write stops the replica).
+    const released = this.replica.releasedThrough
+    if (this.replica.state.lastApplied < released) {
+      let landing = this.landing
+      if (landing === undefined || landing.index < released) {
+        const wait = { index: released, done: this.replica.afterApplied(released) }
+        void wait.done.then(
+          () => this.landing === wait && (this.landing = undefined),
+          () => this.landing === wait && (this.landing = undefined),
+        )
+        this.landing = landing = wait
+      }
+      return landing.done.then(() => this.aheadApplied())
+    }
+    return this.aheadApplied()
+  }
+
+  /** The follower's part of ownWritesApplied: the writes it answered ahead of its own apply (answerAhead). */
+  private aheadApplied(): Promise<void> {
     const ahead = this.answeredAhead
     if (this.replica.state.lastApplied >= ahead.index) return Promise.resolve()
     const remainingMs = ahead.untilMs - this.replica.environment.now()

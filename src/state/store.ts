@@ -97,7 +97,18 @@ export interface ApplyOptions<E extends LogEntry> {
    * if this build knows the command and every key is one a command's apply writes (acceptShipped); else it runs it.
    */
   shipped?: (entry: E) => Shipped | undefined
+  /**
+   * Called for each entry of a batch once the batch's results are computed, before LevelDB has its writes, unless the
+   * batch changed a policy or a role (an answer names the policies and roles its result links to from the live
+   * state, which holds the batch's changes only once it is written). What reads this state must wait for the batch
+   * to be written (lastApplied) before it may see the result: it is not in the state until then. `applied` is still
+   * called for every entry once the batch is written.
+   */
+  computed?: (entry: E, result: ApplyResult) => void
 }
+
+/** The tables whose changes in a batch keep its results from being given out before the batch is written. */
+const NAMED_TABLES: readonly Table[] = ['policy', 'role']
 
 /**
  * The result given for an entry applied from shipped writes: the outcome was the leader's to report, and no write
@@ -344,14 +355,14 @@ export class StateStore {
    * so it sees their writes, and a command that fails leaves nothing but its share of the applied index. One batch of
    * 64 token creates costs about a quarter of 64 batches of one (classic-level's cost is mostly per batch).
    */
-  async applyBatch(items: readonly ApplyItem[], produced?: (index: number, shipped: Shipped) => void): Promise<ApplyResult[]> {
+  async applyBatch(items: readonly ApplyItem[], produced?: (index: number, shipped: Shipped) => void, computed?: (index: number, result: ApplyResult) => void): Promise<ApplyResult[]> {
     // A restore's commands are applied one at a time, in their own writes (restore.ts); the rest in batches between.
     const results: ApplyResult[] = []
     let start = 0
     for (let n = 0; n <= items.length; n++) {
       const item = items[n]
       if (item !== undefined && (item.refused !== undefined || !isRestoreCommand(item.command.type))) continue
-      if (n > start) results.push(...(await this.applyCommands(items.slice(start, n), produced)))
+      if (n > start) results.push(...(await this.applyCommands(items.slice(start, n), produced, computed)))
       if (item !== undefined) results.push(await this.applyRestore(item.command as RestoreCommand, item.index))
       start = n + 1
     }
@@ -403,7 +414,11 @@ export class StateStore {
     await this.files.remove('restore')
   }
 
-  private async applyCommands(items: readonly ApplyItem[], produced?: (index: number, shipped: Shipped) => void): Promise<ApplyResult[]> {
+  private async applyCommands(
+    items: readonly ApplyItem[],
+    produced?: (index: number, shipped: Shipped) => void,
+    computed?: (index: number, result: ApplyResult) => void,
+  ): Promise<ApplyResult[]> {
     // No batch of this store's is in flight here: a filter a lookup asked for may start (key-filter.ts).
     this.filter.startIfWanted(this.currentDb)
     // Through the filter, which answers lookups of what is certainly absent; each key read once per batch.
@@ -459,6 +474,10 @@ export class StateStore {
     const ops: BatchOp[] = []
     for (const [key, value] of batch.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
     this.filter.beforeWrite(ops)
+    // The results are final here; handing them out now saves a caller the batch's write (issue 22).
+    if (computed !== undefined && !NAMED_TABLES.some((table) => tableIndexes.has(table))) {
+      for (const [n, { index }] of items.entries()) computed(index, results[n]!)
+    }
     await this.db.batch(SecretIndex.stored(ops))
     this.secrets.written(ops, this.readLive)
     this.recordCache.written(ops)
@@ -483,12 +502,16 @@ export class StateStore {
    * and `applied` is called with a noop command for it.
    */
   async applyEntries<E extends LogEntry>(entries: readonly E[], applied?: (entry: E, command: Command, result: ApplyResult) => void, options: ApplyOptions<E> = {}): Promise<void> {
-    const { produced } = options
+    const { produced, computed } = options
     for (let start = 0; start < entries.length; start += APPLY_BATCH_MAX) {
       const chunk = entries.slice(start, start + APPLY_BATCH_MAX)
       const { items, malformed, undecodable } = decodeEntries(chunk, options.shipped)
       const first = chunk[0]?.index ?? 0
-      const results = await this.applyBatch(items, produced === undefined ? undefined : (index, shipped) => produced(chunk[index - first]!, shipped))
+      const results = await this.applyBatch(
+        items,
+        produced === undefined ? undefined : (index, shipped) => produced(chunk[index - first]!, shipped),
+        computed === undefined ? undefined : (index, result) => computed(chunk[index - first]!, result),
+      )
       for (const { index, message } of malformed) for (const listener of this.malformedListeners) listener(index, message)
       if (applied !== undefined) for (const [n, { command }] of items.entries()) applied(chunk[n]!, command, results[n]!)
       if (undecodable !== undefined) throw undecodable

@@ -161,6 +161,27 @@ describe('replica/waiters: EntryWaiters', function () {
     expect(waiters.size).to.equal(0)
   })
 
+  it('released(index, term) resolves only the waiters of that entry that accept an early result; applied settles the rest', async function () {
+    const early = watch(waiters.wait(5, 2, 10_000, 'timed out', true))
+    const late = watch(waiters.wait(5, 2, 10_000, 'timed out'))
+    const earlyOtherTerm = watch(waiters.wait(5, 1, 10_000, 'timed out', true))
+    expect(waiters.released(5, 2, 'computed')).to.equal(true)
+    await settled()
+    expect(early.outcome).to.deep.equal({ state: 'resolved', value: 'computed' })
+    expect(late.outcome).to.deep.equal({ state: 'pending' })
+    expect(earlyOtherTerm.outcome).to.deep.equal({ state: 'pending' })
+    expect(waiters.size).to.equal(2)
+    expect(environment.pendingTimers).to.equal(2)
+    // Nothing left there takes an early result.
+    expect(waiters.released(5, 2, 'computed again')).to.equal(false)
+    waiters.applied(5, 2, 'written')
+    await settled()
+    expect(late.outcome).to.deep.equal({ state: 'resolved', value: 'written' })
+    expect(earlyOtherTerm.outcome).to.include({ state: 'rejected', code: 'no_leader' })
+    expect(waiters.size).to.equal(0)
+    expect(environment.pendingTimers).to.equal(0)
+  })
+
   it('is full once countMax waiters wait', function () {
     const bounded = new EntryWaiters<string>(environment, 2)
     const promises = [bounded.wait(1, 1, 1_000, 'timed out'), bounded.wait(2, 1, 1_000, 'timed out')]
