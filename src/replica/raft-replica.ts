@@ -526,7 +526,6 @@ export class RaftReplica {
     return shipped === undefined ? message : { ...message, shipped }
   }
 
-  /** What an applied entry means beyond the state: membership, and the proposal waiting on it. */
   /**
    * A batch's results are computed and its writes not yet in the state: the writes that accept it (proposeLocally's
    * `early`) are answered now, and what this node serves after that waits for the batch (releasedThrough).
@@ -544,6 +543,7 @@ export class RaftReplica {
     return this.released
   }
 
+  /** What an applied entry means beyond the state: membership, and the proposal waiting on it. */
   private afterApply(entry: Entry, command: Command, result: ApplyResult): void {
     this.membershipChanges.afterApply(entry, command)
     this.writes.applied(entry.index, entry.term, entry.type === 'command' ? result : undefined)

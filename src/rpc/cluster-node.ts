@@ -334,8 +334,10 @@ export class ClusterNode implements Cluster {
    * write a fraction of a millisecond after the leader's answer reaches it.
    */
   private ownWritesApplied(): Promise<void> {
-    // Results this node gave out before their apply was written (RaftReplica.releasedThrough): a write of a batch
-    // in flight, milliseconds away, with no timeout but the apply's own (a failed write stops the replica).
+    // Results this node gave out before their apply was written (RaftReplica.releasedThrough): the batch in flight,
+    // usually under a millisecond away. Every request waits for it, status and agent endpoints too; a write that
+    // takes longer than applyWaitMs fails the requests waiting with no_leader rather than answer without it (a
+    // failed write stops the replica).
     const released = this.replica.releasedThrough
     if (this.replica.state.lastApplied < released) {
       let landing = this.landing
