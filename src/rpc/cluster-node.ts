@@ -20,7 +20,7 @@ import { JoinReplayGuard, verifyJoinRequest, type JoinRequest, type JoinStamp } 
 import type { JoinAnswer } from '../replica/membership.js'
 import type { RaftReplica } from '../replica/raft-replica.js'
 import type { ApplyResult, Command } from '../state/commands.js'
-import { encodeCommand } from '../state/store.js'
+import { encodeCommand, LINKED_TABLES } from '../state/store.js'
 import { checkCommand, validateCommand } from '../state/validate.js'
 import { TransportError } from '../transport/index.js'
 import type { Cluster, ProposeOptions, RaftState, ServerView } from './cluster.js'
@@ -30,7 +30,6 @@ import {
   FORWARD_BATCH_BYTES_MAX,
   FORWARD_BATCH_COMMANDS_MAX,
   forwardFailure,
-  LINKED_TABLES,
   namesCurrent,
   settleForwarded,
   type ForwardBatch,
@@ -148,15 +147,17 @@ export class ClusterNode implements Cluster {
     const checked = checkCommand(command)
     if (!checked.ok) throw new WardenError('internal', `this node made a malformed ${String(command.type)} command (${checked.message}); it was not applied`)
     const data = encodeCommand(command)
+    // Proposed here, it may be answered once its result is computed when its caller renders from the result alone.
+    const local = { early: options.answerBeforeLocalApply === true }
     if (options.leaderOnly === true) {
       if (!this.replica.isLeader()) throw new WardenError('no_leader', 'this node is no longer the leader; only the leader proposes this')
-      return this.replica.proposeLocally(data, { early: options.answerBeforeLocalApply === true })
+      return this.replica.proposeLocally(data, local)
     }
     const { environment } = this.replica
     const deadline = environment.now() + this.replica.leaderWaitMs
     for (;;) {
       try {
-        if (this.replica.isLeader()) return await this.replica.proposeLocally(data, { early: options.answerBeforeLocalApply === true })
+        if (this.replica.isLeader()) return await this.replica.proposeLocally(data, local)
         const leader = this.replica.leader
         if (leader !== null) {
           const response = await this.forward(leader, data)
@@ -343,10 +344,11 @@ export class ClusterNode implements Cluster {
       let landing = this.landing
       if (landing === undefined || landing.index < released) {
         const wait = { index: released, done: this.replica.afterApplied(released) }
-        void wait.done.then(
-          () => this.landing === wait && (this.landing = undefined),
-          () => this.landing === wait && (this.landing = undefined),
-        )
+        // Forgotten once settled, so that a wait that timed out is not handed to the requests that come after it.
+        const forget = (): void => {
+          if (this.landing === wait) this.landing = undefined
+        }
+        wait.done.then(forget, forget)
         this.landing = landing = wait
       }
       return landing.done.then(() => this.aheadApplied())

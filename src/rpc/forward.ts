@@ -19,8 +19,6 @@ export const FORWARD_BATCH_BYTES_MAX = 1024 * 1024
  */
 export type ReplicaResponse = ProposalOutcome & { namesIndex?: number }
 
-/** The tables whose records a write's answer names through its links (http/render.ts LinkNames). */
-export const LINKED_TABLES = ['policy', 'role'] as const
 
 /**
  * Whether a follower may answer a forwarded write before applying it itself (ProposeOptions.answerBeforeLocalApply):

@@ -107,8 +107,12 @@ export interface ApplyOptions<E extends LogEntry> {
   computed?: (entry: E, result: ApplyResult) => void
 }
 
-/** The tables whose changes in a batch keep its results from being given out before the batch is written. */
-const NAMED_TABLES: readonly Table[] = ['policy', 'role']
+/**
+ * The tables whose records a write's answer names through its links (http/render.ts LinkNames), from the live state:
+ * a batch that changes one gives out no result before it is written (ApplyOptions.computed), and a follower answers
+ * a forwarded write ahead of its own apply only once it holds the leader's changes to them (rpc/forward.ts).
+ */
+export const LINKED_TABLES: readonly Table[] = ['policy', 'role']
 
 /**
  * The result given for an entry applied from shipped writes: the outcome was the leader's to report, and no write
@@ -475,7 +479,7 @@ export class StateStore {
     for (const [key, value] of batch.writes) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
     this.filter.beforeWrite(ops)
     // The results are final here; handing them out now saves a caller the batch's write (issue 22).
-    if (computed !== undefined && !NAMED_TABLES.some((table) => tableIndexes.has(table))) {
+    if (computed !== undefined && !LINKED_TABLES.some((table) => tableIndexes.has(table))) {
       for (const [n, { index }] of items.entries()) computed(index, results[n]!)
     }
     await this.db.batch(SecretIndex.stored(ops))

@@ -11,6 +11,7 @@ import { COMMAND_VERSION } from '../../../src/state/commands.js'
 import type { StateStore } from '../../../src/state/store.js'
 import { getRecord, tokenSpec } from '../../../src/state/tables.js'
 import { buildTokenCreate, commands, useReplica } from '../../support/state.js'
+import { eventually } from '../../cluster/eventually.js'
 
 const NOT_YET = Symbol('not settled')
 
@@ -54,15 +55,6 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | typeof NO
   }
 }
 
-/** Polls until `condition` holds, for up to 5 s. */
-async function until(condition: () => boolean, message: string): Promise<void> {
-  const deadline = Date.now() + 5_000
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(message)
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
-
 function tokenCreate(n: number) {
   const hex = n.toString(16).padStart(12, '0')
   return commands.tokenCreate(
@@ -103,7 +95,7 @@ describe('replica: results given out before their batch is written', function ()
   it('answers only once written: a write without answerBeforeLocalApply, and a batch that changes a policy', async function () {
     const gate = holdBatches(node.state)
     const plain = node.replica.proposeIndexed(tokenCreate(2))
-    await until(() => gate.held() === 1, 'the first batch never reached LevelDB')
+    await eventually(async () => gate.held() === 1, 'the first batch reached LevelDB')
     expect(await within(plain, 100)).to.equal(NOT_YET)
     gate.release()
     const written = await plain
@@ -112,7 +104,7 @@ describe('replica: results given out before their batch is written', function ()
     const again = holdBatches(node.state)
     const policy = { ID: '30000000-0000-4000-8000-000000000001', Name: 'early', Description: '', Rules: 'acl = "read"', Datacenters: [], Namespace: 'default' }
     const policyWrite = node.replica.proposeIndexed({ v: COMMAND_VERSION, type: 'acl.policy.create', policy }, { answerBeforeLocalApply: true })
-    await until(() => again.held() === 1, 'the policy batch never reached LevelDB')
+    await eventually(async () => again.held() === 1, 'the policy batch reached LevelDB')
     expect(await within(policyWrite, 100)).to.equal(NOT_YET)
     again.release()
     const policyWritten = await policyWrite
