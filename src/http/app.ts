@@ -47,11 +47,15 @@ function catchUp(ctx: ApiContext): Promise<void> {
   // Any other request waits (usually not at all) until this node has applied the writes it answered before applying
   // them (http/write.ts): its reads, ?stale ones included, and the requests that pass no barrier see them.
   if (!isWriteRequest(ctx)) return ctx.state.app.cluster.readBarrier('stale')
-  // A body that was whole when the barrier's index was fixed needs no second barrier (authorizeAfterBody): on a
-  // follower the batch's ReadIndex leaves at the end of the turn, after a body that came with its headers was parsed.
-  // On a leader the lease read fixes it at once, before the body is parsed, so its (local, cheap) second one stays.
+  // A body that was whole when the barrier's index was fixed needs no second barrier, nor a second resolution of the
+  // caller (authorizeAfterBody): the index is fixed at the end of the turn (a follower's ReadIndex leaves then, a
+  // leader's lease read waits for it: ClusterNode.readBarrier), after a body that came with its headers was parsed.
   return ctx.state.app.cluster.readBarrier('leader', () => {
-    if (ctx.req.complete) ctx.state.barrierAfterBody = true
+    if (!ctx.req.complete) return
+    ctx.state.barrierAfterBody = true
+    // Resolved afresh past the barrier if it was resolved before it (a secondary reads some bodies ahead: forward.ts),
+    // so that the caller the route authorizes is one the barrier covers, and needs no second look once the body is in.
+    ctx.state.caller = undefined
   })
 }
 

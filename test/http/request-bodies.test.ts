@@ -162,6 +162,35 @@ describe('request bodies and their callers', function () {
     })
   })
 
+  describe('a write whose body came with its headers', () => {
+    /** Tokens this agent has resolved for requests so far (the metrics read resolves its own caller too). */
+    async function resolutions(): Promise<number> {
+      const answer = await agent.request('GET', '/v1/agent/metrics?format=prometheus')
+      expect(answer.status, answer.text).to.equal(200)
+      const match = /^warden_acl_resolutions(?:_total)?\s+(\d+)/m.exec(answer.text)
+      expect(match, 'warden_acl_resolutions in the metrics').to.not.equal(null)
+      return Number(match![1])
+    }
+
+    it('resolves its caller once on the leader; one whose body came later, again once the body is in', async () => {
+      const writer = await tokenWithRules(agent, 'acl = "write"', unique('whole-writer'))
+      const body = JSON.stringify({ Name: unique('whole-policy') })
+      // Warm the resolver's cache and the metrics route, so that each step below resolves as the next one does.
+      await resolutions()
+      const start = await resolutions()
+      const whole = await slowRequest(agent.httpAddress, 'PUT', '/v1/acl/policy', writer.secret, body, Buffer.byteLength(body))
+      expect((await whole.finish()).status).to.equal(200)
+      const afterWhole = await resolutions()
+      const laterBody = JSON.stringify({ Name: unique('late-body-policy') })
+      const late = await slowRequest(agent.httpAddress, 'PUT', '/v1/acl/policy', writer.secret, laterBody, 5)
+      await sleep(100)
+      expect((await late.finish()).status).to.equal(200)
+      const afterLate = await resolutions()
+      // Each step also counts the metrics read that ends it: the writes differ by the second resolution alone.
+      expect(afterLate - afterWhole - (afterWhole - start), `whole ${afterWhole - start}, late ${afterLate - afterWhole}`).to.equal(1)
+    })
+  })
+
   describe('a token that expires while its body arrives', () => {
     let scratch: string
     let short: AgentProcess
