@@ -98,7 +98,10 @@ export interface RequestState {
   checksBeforeBody?: Array<{ resource: PermissionResource; access: PermissionAccess; name: string | undefined }>
   /** Set once the body has been read: checks made after it need not be checked again. */
   bodyRead?: boolean
-  /** The write's barrier (app.ts) fixed its index after the whole body had arrived: it covers the body too. */
+  /**
+   * The write's barrier (app.ts) fixed its index after the whole body had arrived: it covers the body too, and the
+   * caller the route resolved past it is not resolved again once the body is read (request.ts authorizeAfterBody).
+   */
   barrierAfterBody?: boolean
   /** Koa's parsed query, read once: each `ctx.query` walks Koa's getters and the URL parse cache again. */
   query?: Record<string, string | string[] | undefined>
