@@ -35,6 +35,8 @@ export interface ClientOptions {
    * (the failover benchmark's probe). maxSockets and maxFreeSockets do not apply. true by default.
    */
   keepAlive?: boolean
+  /** See ConnectionOptions.idleTimeoutMs (transport.ts): 4 s by default. */
+  idleTimeoutMs?: number
   /** See ConnectionOptions.createConnection (transport.ts). */
   createConnection?: () => import('node:stream').Duplex
   responseBytesMax?: number
@@ -121,6 +123,7 @@ export class Client {
       ...(options.maxSockets === undefined ? {} : { maxSockets: options.maxSockets }),
       ...(options.maxFreeSockets === undefined ? {} : { maxFreeSockets: options.maxFreeSockets }),
       ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive }),
+      ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
       ...(options.createConnection === undefined ? {} : { createConnection: options.createConnection }),
     })
   }

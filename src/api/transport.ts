@@ -110,10 +110,36 @@ export interface ConnectionOptions {
   /** false: every request on a connection of its own, closed after the answer (`Connection: close`). */
   keepAlive?: boolean
   /**
+   * How long an idle socket is kept for the next request, when the server does not say (DEFAULT_IDLE_TIMEOUT_MS);
+   * a server's `Keep-Alive: timeout=N` shortens it to N less a second. A server closes a connection it kept idle
+   * for its own time; a request sent on it as it closes meets a reset, and a write then has an unknown outcome.
+   */
+  idleTimeoutMs?: number
+  /**
    * Opens the connection itself instead of dialing the address (which then only names the server in messages): the
    * agent's in-process exchange with its own HTTP server, for requests forwarded from another datacenter.
    */
   createConnection?: () => Duplex
+}
+
+/**
+ * An idle socket's time when the server announces none: undici's (Node's fetch) default. A server that announces
+ * its time (node:http, warden: `Keep-Alive: timeout=N`) has the socket dropped a second before it would close it
+ * (node:http's agent, which applies the hint only when it has a timeout of its own to shorten).
+ */
+export const DEFAULT_IDLE_TIMEOUT_MS = 4_000
+
+/**
+ * Errors that say a reused socket was closed by the server before the request reached it (the server's idle close
+ * racing the request), when no answer has begun: Go's net/http sends an idempotent request again on a fresh
+ * connection then, and so does this client, for GET and HEAD only (its other methods write).
+ */
+const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED'])
+const REPLAYABLE = new Set(['GET', 'HEAD'])
+
+/** A failed attempt the transport may send again (see STALE_SOCKET): carries the error to report if it does not. */
+class StaleSocket {
+  constructor(readonly error: ConnectionError) {}
 }
 
 export class Transport {
@@ -131,7 +157,14 @@ export class Transport {
     const common =
       options.keepAlive === false
         ? { keepAlive: false, maxSockets: Infinity }
-        : { keepAlive: true, maxSockets, maxFreeSockets: options.maxFreeSockets ?? Math.min(maxSockets, 256) }
+        : {
+            keepAlive: true,
+            maxSockets,
+            maxFreeSockets: options.maxFreeSockets ?? Math.min(maxSockets, 256),
+            // The agent sets it on a socket only while the socket is free, and only destroys a free socket that
+            // times out: a request that waits longer for its answer (a blocking query) is not cut.
+            timeout: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+          }
     this.agent = this.endpoint.secure
       ? new HttpsAgent({
           ...common,
@@ -150,7 +183,22 @@ export class Transport {
     this.agent.destroy()
   }
 
-  send(exchange: Exchange): Promise<RawAnswer> {
+  async send(exchange: Exchange): Promise<RawAnswer> {
+    const startedAt = Date.now()
+    for (;;) {
+      const timeoutMs = Math.max(1, exchange.timeoutMs - (Date.now() - startedAt))
+      try {
+        return await this.attempt(timeoutMs === exchange.timeoutMs ? exchange : { ...exchange, timeoutMs })
+      } catch (error) {
+        // Sent again only while the socket that failed was a reused one: a fresh connection's failure is the answer.
+        // Each socket that failed so is gone, so the idle sockets there were bound the retries.
+        if (error instanceof StaleSocket) continue
+        throw error
+      }
+    }
+  }
+
+  private attempt(exchange: Exchange): Promise<RawAnswer> {
     const { endpoint } = this
     return new Promise<RawAnswer>((resolve, reject) => {
       // Whether any byte of the request can have reached the server: not before the connection (and its TLS
@@ -277,7 +325,14 @@ export class Transport {
       })
       request.on('error', (error: NodeJS.ErrnoException) => {
         const reason = error.code ?? 'error'
-        fail(reason, `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: ${describe(error)}`, error)
+        const message = `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: ${describe(error)}`
+        if (!settled && !answered && request.reusedSocket && STALE_SOCKET.has(reason) && REPLAYABLE.has(exchange.method.toUpperCase()) && source === undefined) {
+          settled = true
+          cleanup()
+          reject(new StaleSocket(new ConnectionError(endpoint.text, 'maybe', reason, message, { cause: error })))
+          return
+        }
+        fail(reason, message, error)
       })
       request.on('response', (response) => {
         answered = true
