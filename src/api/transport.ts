@@ -73,7 +73,10 @@ export interface Exchange {
   responseBytesMax: number
   /** Read the answer's body and drop it: `text` is ''. */
   discardBody?: boolean
-  /** Called once the whole request has been handed to the operating system (node:http's 'finish'). */
+  /**
+   * Called once the whole request has been handed to the operating system (node:http's 'finish'); again for a GET
+   * or HEAD sent again on a fresh connection after its reused socket was reset (Transport.send).
+   */
   onSent?: () => void
   /**
    * The request's body as a stream, in place of `body` (PUT /v1/snapshot: an archive of hundreds of MB): written a

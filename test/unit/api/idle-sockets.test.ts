@@ -105,14 +105,18 @@ describe('api client: idle sockets and servers that close them', function () {
     expect(loopback.requests).to.deep.equal(['GET /v1/a #0', 'PUT /v1/b #1'])
   })
 
-  it('keeps a request that waits longer than idleTimeoutMs for its answer (a blocking query)', async function () {
-    loopback = await startServer(0, (_request, response) => void sleep(800).then(() => answer(response)))
-    const caller = client({ address: loopback.address, idleTimeoutMs: 200 })
-    const started = Date.now()
-    const held = await caller.request('GET', '/v1/kv?index=5')
-    expect(held.status).to.equal(200)
-    expect(Date.now() - started).to.be.at.least(750)
-    expect(loopback.requests).to.deep.equal(['GET /v1/kv?index=5 #0'])
+  it('keeps a request that waits longer than idleTimeoutMs for its answer (a blocking query), on a new or a reused socket', async function () {
+    loopback = await startServer(0, (request, response) => (request.url === '/v1/now' ? answer(response) : void sleep(800).then(() => answer(response))))
+    const caller = client({ address: loopback.address, idleTimeoutMs: 300 })
+    for (const first of [true, false]) {
+      const started = Date.now()
+      const held = await caller.request('GET', '/v1/kv?index=5')
+      expect(held.status, first ? 'a new socket' : 'a reused socket').to.equal(200)
+      expect(Date.now() - started).to.be.at.least(750)
+      // The next blocking query takes this socket again: it went idle with the idle time set on it.
+      if (first) expect((await caller.request('GET', '/v1/now')).status).to.equal(200)
+    }
+    expect(loopback.requests).to.deep.equal(['GET /v1/kv?index=5 #0', 'GET /v1/now #0', 'GET /v1/kv?index=5 #0'])
   })
 
   it('sends a GET again on a fresh connection when its reused socket is reset before any answer', async function () {
