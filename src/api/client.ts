@@ -63,7 +63,10 @@ export interface RequestOptions {
    * thousand and need only their status (the blocking-query benchmark).
    */
   discardBody?: boolean
-  /** Called once the whole request has been handed to the operating system: for drivers that pace their requests (again for a GET sent again, transport.ts). */
+  /**
+   * Called once the whole request has been handed to the operating system: for drivers that pace their requests.
+   * Called again for a GET sent again on a fresh connection (transport.ts).
+   */
   onSent?: () => void
 }
 
