@@ -140,6 +140,12 @@ export const DEFAULT_IDLE_TIMEOUT_MS = 4_000
 const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED'])
 const REPLAYABLE = new Set(['GET', 'HEAD'])
 
+/**
+ * Sends of one request at most, the first included, when its reused sockets fail (see STALE_SOCKET): each failed
+ * socket is gone from the pool, so the next try usually gets a fresh connection.
+ */
+const SENDS_MAX = 3
+
 /** A failed attempt the transport may send again (see STALE_SOCKET): carries the error to report if it does not. */
 class StaleSocket {
   constructor(readonly error: ConnectionError) {}
@@ -164,8 +170,9 @@ export class Transport {
             keepAlive: true,
             maxSockets,
             maxFreeSockets: options.maxFreeSockets ?? Math.min(maxSockets, 256),
-            // The agent sets it on a socket only while the socket is free, and only destroys a free socket that
-            // times out: a request that waits longer for its answer (a blocking query) is not cut.
+            // Set on every socket (at its connect, and again when it goes idle), but the agent destroys only a free
+            // socket that times out; on a busy one node:http only emits 'timeout', which nothing here listens to, so
+            // a request that waits longer for its answer (a blocking query) is not cut.
             timeout: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
           }
     this.agent = this.endpoint.secure
@@ -181,27 +188,32 @@ export class Transport {
       : new HttpAgent(common)
   }
 
+  /** Set by close(): a request whose socket it closed fails, and is never sent again. */
+  private closed = false
+
   /** Closes every socket: idle ones, and those of requests still running (which then fail with a ConnectionError). */
   close(): void {
+    this.closed = true
     this.agent.destroy()
   }
 
   async send(exchange: Exchange): Promise<RawAnswer> {
     const startedAt = Date.now()
-    for (;;) {
+    for (let sends = 1; ; sends++) {
       const timeoutMs = Math.max(1, exchange.timeoutMs - (Date.now() - startedAt))
       try {
-        return await this.attempt(timeoutMs === exchange.timeoutMs ? exchange : { ...exchange, timeoutMs })
+        return await this.attempt(timeoutMs === exchange.timeoutMs ? exchange : { ...exchange, timeoutMs }, exchange.timeoutMs)
       } catch (error) {
-        // Sent again only while the socket that failed was a reused one: a fresh connection's failure is the answer.
-        // Each socket that failed so is gone, so the idle sockets there were bound the retries.
-        if (error instanceof StaleSocket) continue
-        throw error
+        if (!(error instanceof StaleSocket)) throw error
+        // Sent again only while the socket that failed was a reused one (a fresh connection's failure is the
+        // answer), not after close(), and within the request's time.
+        if (this.closed || sends >= SENDS_MAX || Date.now() - startedAt >= exchange.timeoutMs) throw error.error
       }
     }
   }
 
-  private attempt(exchange: Exchange): Promise<RawAnswer> {
+  /** One send of the request; `budgetMs`, the whole request's time, for the message when it runs out. */
+  private attempt(exchange: Exchange, budgetMs: number): Promise<RawAnswer> {
     const { endpoint } = this
     return new Promise<RawAnswer>((resolve, reject) => {
       // Whether any byte of the request can have reached the server: not before the connection (and its TLS
@@ -241,7 +253,7 @@ export class Transport {
       const options = this.createConnection === undefined ? { ...target, agent: this.agent } : { ...target, createConnection: this.createConnection as never }
       const request = endpoint.secure ? httpsRequest(options) : httpRequest(options)
       const timer = setTimeout(() => {
-        fail('timeout', `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: no answer within ${exchange.timeoutMs} ms`)
+        fail('timeout', `${exchange.method} ${pathOnly(exchange.path)} on ${endpoint.text}: no answer within ${budgetMs} ms`)
         request.destroy()
       }, exchange.timeoutMs)
       const onAbort = (): void => {

@@ -53,16 +53,20 @@ export class LevelRaftStorage implements RaftStorage {
    * entry LevelDB holds below firstIndex is in this range.
    */
   private compactedLeft: { from: number; to: number } | undefined
+  /** `c` as last written: written again with every batch of compacted entries' deletes (compactedDeletes). */
+  private compactedMarker: Buffer | undefined
 
   private constructor(
     private readonly db: RaftDb,
     private readonly mirror: MemoryStorage,
     private membership: MembershipRecord | null,
     private addresses: Record<string, string>,
-    leftFrom: number | undefined,
+    left: { from: number; to: number } | undefined,
+    marker: Buffer | undefined,
   ) {
     this.latestHardState = mirror.hardState()
-    this.compactedLeft = leftFrom === undefined ? undefined : { from: leftFrom, to: mirror.firstIndex() - 1 }
+    this.compactedLeft = left
+    this.compactedMarker = marker
   }
 
   static async open(directory: string): Promise<LevelRaftStorage> {
@@ -86,12 +90,12 @@ export class LevelRaftStorage implements RaftStorage {
       mirror.installSnapshot(snapshot.index === index ? snapshot : { index, term, configuration: snapshot.configuration })
     }
     const entries: Entry[] = []
-    // The lowest compacted entry still in LevelDB, if any: the persists after the restart delete them.
-    let leftFrom: number | undefined
+    // The compacted entries still in LevelDB, if any, lowest and highest: the persists after the restart delete them.
+    let left: { from: number; to: number } | undefined
     for await (const [key, value] of db.iterator({ gte: ENTRY_PREFIX, lt: 'f' })) {
       const index = parseInt(key.slice(1), 16)
       if (index < mirror.firstIndex()) {
-        leftFrom ??= index
+        left = { from: left?.from ?? index, to: index }
         continue
       }
       const decoded = packr.unpack(value) as { term: number; type: EntryType; data: Uint8Array }
@@ -101,7 +105,7 @@ export class LevelRaftStorage implements RaftStorage {
     if (snapshot !== null && snapshot.index > mirror.firstIndex() - 1) mirror.saveSnapshot(snapshot)
     if (hard !== undefined) mirror.setHardState(packr.unpack(hard) as HardState)
     const addresses = addressBytes === undefined ? {} : (packr.unpack(addressBytes) as Record<string, string>)
-    return new LevelRaftStorage(db, mirror, membershipBytes === undefined ? null : (packr.unpack(membershipBytes) as MembershipRecord), addresses, leftFrom)
+    return new LevelRaftStorage(db, mirror, membershipBytes === undefined ? null : (packr.unpack(membershipBytes) as MembershipRecord), addresses, left, compactedBytes)
   }
 
   membershipRecord(): MembershipRecord | null {
@@ -150,10 +154,15 @@ export class LevelRaftStorage implements RaftStorage {
   async persist(request: PersistRequest, sync: boolean): Promise<void> {
     const ops: Op[] = []
     let lastIndex = this.mirror.lastIndex()
+    let marker = this.compactedMarker
     if (request.snapshot !== undefined) {
+      // The whole log goes, and with it every compacted entry LevelDB still holds: nothing is left below the snapshot.
+      const left = this.compactedLeft
+      if (left !== undefined) for (let index = left.from; index <= left.to; index += 1) ops.push({ type: 'del', key: entryKey(index) })
       for (let index = this.mirror.firstIndex(); index <= lastIndex; index += 1) ops.push({ type: 'del', key: entryKey(index) })
       ops.push({ type: 'put', key: SNAPSHOT_KEY, value: packr.pack(request.snapshot) })
-      ops.push({ type: 'put', key: COMPACTED_KEY, value: packr.pack({ index: request.snapshot.index, term: request.snapshot.term }) })
+      marker = packr.pack({ index: request.snapshot.index, term: request.snapshot.term })
+      ops.push({ type: 'put', key: COMPACTED_KEY, value: marker })
       lastIndex = request.snapshot.index
     }
     const first = request.entries[0]
@@ -175,9 +184,12 @@ export class LevelRaftStorage implements RaftStorage {
     const termOrVoteChanged = latest.term !== durable.term || latest.votedFor !== durable.votedFor
     if ((ops.length > 0 || termOrVoteChanged) && latest !== durable) ops.push({ type: 'put', key: HARD_STATE_KEY, value: packr.pack(latest) })
     // Compacted entries go with a write that is made anyway, never in one of their own.
-    const left = ops.length > 0 ? this.compactedDeletes(ops, request.entries.length) : this.compactedLeft
+    let left = this.compactedLeft
+    if (request.snapshot !== undefined) left = undefined
+    else if (ops.length > 0) left = this.compactedDeletes(ops, request.entries.length)
     if (ops.length > 0) await this.db.batch(ops, { sync })
     this.compactedLeft = left
+    this.compactedMarker = marker
     if (ops.length > 0 && latest !== durable) this.mirror.setHardState(latest)
     if (request.snapshot !== undefined) this.mirror.installSnapshot(request.snapshot)
     if (request.entries.length > 0) this.mirror.append(request.entries)
@@ -198,7 +210,9 @@ export class LevelRaftStorage implements RaftStorage {
     if (index < first) return
     const term = this.mirror.term(index)
     assert(term !== undefined, `compact to ${index}: no such entry`)
-    await this.db.put(COMPACTED_KEY, packr.pack({ index, term }))
+    const marker = packr.pack({ index, term })
+    await this.db.put(COMPACTED_KEY, marker)
+    this.compactedMarker = marker
     this.mirror.compact(index)
     this.compactedLeft = { from: this.compactedLeft?.from ?? first, to: index }
   }
@@ -206,14 +220,16 @@ export class LevelRaftStorage implements RaftStorage {
   /**
    * Adds to `ops` the deletes of the next compacted entries LevelDB may still hold (COMPACTED_DELETES_MIN, or twice
    * `appended`), and gives what is left once the batch is written. They are below every entry a persist writes or
-   * deletes, so their order in the batch does not matter; a crash loses them with the batch, and they are still
-   * below `c`, which an earlier write holds.
+   * deletes, so their order in the batch does not matter. `c` goes with them again: a batch that survives a crash
+   * keeps them below it even if the earlier write of `c` did not (LevelDB drops a damaged record of its log and reads
+   * on), so no gap opens at the start of the log. A crash that loses the batch leaves them, still below `c`.
    */
   private compactedDeletes(ops: Op[], appended: number): { from: number; to: number } | undefined {
     const left = this.compactedLeft
     if (left === undefined) return undefined
     const to = Math.min(left.to, left.from + Math.max(COMPACTED_DELETES_MIN, 2 * appended) - 1)
     for (let at = left.from; at <= to; at += 1) ops.push({ type: 'del', key: entryKey(at) })
+    if (this.compactedMarker !== undefined) ops.push({ type: 'put', key: COMPACTED_KEY, value: this.compactedMarker })
     return to >= left.to ? undefined : { from: to + 1, to: left.to }
   }
 

@@ -168,4 +168,45 @@ describe('api client: idle sockets and servers that close them', function () {
     expect((failed as ConnectionError).reason).to.equal('ECONNRESET')
     expect(loopback.requests).to.deep.equal(['GET /v1/a #0', 'GET /v1/b #0', 'GET /v1/b #1'])
   })
+
+  it('fails a GET whose reused socket close() shut, and never sends it again', async function () {
+    loopback = await startServer(0, (request, response) => {
+      // The held request is never answered: only close() can end it.
+      if (request.url !== '/v1/held') answer(response)
+    })
+    const caller = client({ address: loopback.address })
+    expect((await caller.request('GET', '/v1/a')).status).to.equal(200)
+    const held = caller.request('GET', '/v1/held').then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    await until(() => loopback!.requests.length === 2, 'the held request reached the server')
+    const closedAt = Date.now()
+    caller.close()
+    const failed = await held
+    expect(failed).to.be.instanceOf(ConnectionError)
+    expect(Date.now() - closedAt).to.be.below(1_000)
+    await sleep(100)
+    expect(loopback.requests).to.deep.equal(['GET /v1/a #0', 'GET /v1/held #0'])
+  })
+
+  it('sends a GET at most three times, however many reused sockets fail it', async function () {
+    // Four idle sockets, each of which the server resets at its next request.
+    const waiting: ServerResponse[] = []
+    loopback = await startServer(0, (request, response, _socketNumber, onSocket) => {
+      if (onSocket > 1) return request.socket.resetAndDestroy()
+      waiting.push(response)
+      if (waiting.length === 4) for (const held of waiting) answer(held)
+    })
+    const caller = client({ address: loopback.address })
+    const first = await Promise.all(Array.from({ length: 4 }, () => caller.request('GET', '/v1/a')))
+    expect(first.map((answered) => answered.status)).to.deep.equal([200, 200, 200, 200])
+    const failed = await caller.request('GET', '/v1/b').then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    expect(failed).to.be.instanceOf(ConnectionError)
+    expect((failed as ConnectionError).reason).to.equal('ECONNRESET')
+    expect(loopback.requests.filter((request) => request.startsWith('GET /v1/b'))).to.have.length(3)
+  })
 })

@@ -70,6 +70,8 @@ describe('raft/storage: LevelRaftStorage compaction', function () {
     await storage.persist({ entries: entries(2001, 2010) }, true)
     await storage.persist({ entries: entries(2011, 2210) }, true)
     expect(batches.map((batch) => batch.dels)).to.deep.equal([256, 400])
+    // Each such batch writes the compaction marker again beside its entries (10 and 200).
+    expect(batches.map((batch) => batch.puts)).to.deep.equal([11, 201])
     expect(await storedBelow(db, 1901)).to.have.length(1900 - 656)
     let next = 2211
     while ((await storedBelow(db, 1901)).length > 0) {
@@ -103,5 +105,31 @@ describe('raft/storage: LevelRaftStorage compaction', function () {
     expect(batches.map((batch) => batch.dels)).to.deep.equal([256, 244])
     expect(await storedBelow(db, 501)).to.deep.equal([])
     expect(again.entries(501, 621).map((entry) => entry.index)).to.deep.equal(entries(501, 620).map((entry) => entry.index))
+  })
+
+  it("a snapshot from the leader takes every compacted entry LevelDB still holds, and the next compaction's are deleted as before", async function () {
+    const directory = await dirs.make()
+    const { db, batches } = countedDb(directory)
+    const storage = await LevelRaftStorage.openDb(db)
+    dirs.defer(() => storage.close())
+    await storage.persist({ entries: entries(1, 600), hardState: { term: 1, votedFor: 'n1', commitIndex: 600 } }, true)
+    await storage.saveSnapshot({ index: 500, term: 1, configuration: CONFIGURATION })
+    await storage.compact(500)
+    // Far ahead, as a follower that was down for long gets it.
+    await storage.persist({ entries: [], snapshot: { index: 100_000, term: 2, configuration: CONFIGURATION }, hardState: { term: 2, votedFor: null, commitIndex: 100_000 } }, true)
+    expect(await storedBelow(db, 100_001)).to.deep.equal([])
+    expect(storage.firstIndex()).to.equal(100_001)
+    await storage.persist({ entries: entries(100_001, 100_600, 2) }, true)
+    await storage.saveSnapshot({ index: 100_500, term: 2, configuration: CONFIGURATION })
+    await storage.compact(100_500)
+    batches.length = 0
+    await storage.persist({ entries: entries(100_601, 100_610, 2) }, true)
+    await storage.persist({ entries: entries(100_611, 100_620, 2) }, true)
+    expect(batches.map((batch) => batch.dels)).to.deep.equal([256, 244])
+    expect(await storedBelow(db, 100_501)).to.deep.equal([])
+    await storage.close()
+    const again = await LevelRaftStorage.open(directory)
+    dirs.defer(() => again.close())
+    expect([again.firstIndex(), again.lastIndex()]).to.deep.equal([100_501, 100_620])
   })
 })
