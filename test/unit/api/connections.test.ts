@@ -8,7 +8,7 @@
 import { expect } from 'chai'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import { Client } from '../../../src/api/index.js'
+import { madeClients, until } from './clients.js'
 
 interface Loopback {
   server: Server
@@ -48,25 +48,11 @@ function json(response: ServerResponse, value: unknown): void {
   response.end(JSON.stringify(value))
 }
 
-async function until(condition: () => boolean, what: string, timeoutMs = 2_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
-
 describe('api client: connections, discarded bodies, sent hooks, lazy parsing', function () {
   let loopback: Loopback | undefined
-  const clients: Client[] = []
-  const client = (options: ConstructorParameters<typeof Client>[0]): Client => {
-    const made = new Client(options)
-    clients.push(made)
-    return made
-  }
+  const client = madeClients()
 
   afterEach(async function () {
-    for (const made of clients.splice(0)) made.close()
     await loopback?.close()
     loopback = undefined
   })

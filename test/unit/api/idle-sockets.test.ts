@@ -8,7 +8,8 @@
 import { expect } from 'chai'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import { Client, ConnectionError } from '../../../src/api/index.js'
+import { ConnectionError } from '../../../src/api/index.js'
+import { madeClients, until } from './clients.js'
 
 interface Loopback {
   server: Server
@@ -57,26 +58,12 @@ function answer(response: ServerResponse): void {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-async function until(condition: () => boolean, what: string, timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`)
-    await sleep(10)
-  }
-}
-
 describe('api client: idle sockets and servers that close them', function () {
   this.timeout(15_000)
   let loopback: Loopback | undefined
-  const clients: Client[] = []
-  const client = (options: ConstructorParameters<typeof Client>[0]): Client => {
-    const made = new Client(options)
-    clients.push(made)
-    return made
-  }
+  const client = madeClients()
 
   afterEach(async function () {
-    for (const made of clients.splice(0)) made.close()
     await loopback?.close()
     loopback = undefined
   })

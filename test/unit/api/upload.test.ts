@@ -9,7 +9,8 @@ import { expect } from 'chai'
 import { createHash } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import { ApiError, Client, ConnectionError } from '../../../src/api/index.js'
+import { ApiError, type Client, ConnectionError } from '../../../src/api/index.js'
+import { madeClients, until } from './clients.js'
 
 interface Loopback {
   address: string
@@ -93,15 +94,10 @@ const MiB = 1024 * 1024
 describe('api client: streamed request bodies (upload)', function () {
   this.timeout(30_000)
   let loopback: Loopback | undefined
-  const clients: Client[] = []
-  const client = (address: string, options: Omit<ConstructorParameters<typeof Client>[0] & object, 'address'> = {}): Client => {
-    const made = new Client({ address, ...options })
-    clients.push(made)
-    return made
-  }
+  const make = madeClients()
+  const client = (address: string, options: Omit<ConstructorParameters<typeof Client>[0] & object, 'address'> = {}): Client => make({ address, ...options })
 
   afterEach(async function () {
-    for (const made of clients.splice(0)) made.close()
     await loopback?.close()
     loopback = undefined
   })
@@ -284,11 +280,3 @@ describe('api client: streamed request bodies (upload)', function () {
     expect(body.pulled()).to.be.below(64 * MiB)
   })
 })
-
-async function until(condition: () => boolean, what: string, timeoutMs = 2_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
