@@ -53,8 +53,6 @@ export class LevelRaftStorage implements RaftStorage {
    * entry LevelDB holds below firstIndex is in this range.
    */
   private compactedLeft: { from: number; to: number } | undefined
-  /** `c` as last written: written again with every batch of compacted entries' deletes (compactedDeletes). */
-  private compactedMarker: Buffer | undefined
 
   private constructor(
     private readonly db: RaftDb,
@@ -62,11 +60,9 @@ export class LevelRaftStorage implements RaftStorage {
     private membership: MembershipRecord | null,
     private addresses: Record<string, string>,
     left: { from: number; to: number } | undefined,
-    marker: Buffer | undefined,
   ) {
     this.latestHardState = mirror.hardState()
     this.compactedLeft = left
-    this.compactedMarker = marker
   }
 
   static async open(directory: string): Promise<LevelRaftStorage> {
@@ -105,7 +101,7 @@ export class LevelRaftStorage implements RaftStorage {
     if (snapshot !== null && snapshot.index > mirror.firstIndex() - 1) mirror.saveSnapshot(snapshot)
     if (hard !== undefined) mirror.setHardState(packr.unpack(hard) as HardState)
     const addresses = addressBytes === undefined ? {} : (packr.unpack(addressBytes) as Record<string, string>)
-    return new LevelRaftStorage(db, mirror, membershipBytes === undefined ? null : (packr.unpack(membershipBytes) as MembershipRecord), addresses, left, compactedBytes)
+    return new LevelRaftStorage(db, mirror, membershipBytes === undefined ? null : (packr.unpack(membershipBytes) as MembershipRecord), addresses, left)
   }
 
   membershipRecord(): MembershipRecord | null {
@@ -154,15 +150,13 @@ export class LevelRaftStorage implements RaftStorage {
   async persist(request: PersistRequest, sync: boolean): Promise<void> {
     const ops: Op[] = []
     let lastIndex = this.mirror.lastIndex()
-    let marker = this.compactedMarker
     if (request.snapshot !== undefined) {
       // The whole log goes, and with it every compacted entry LevelDB still holds: nothing is left below the snapshot.
       const left = this.compactedLeft
       if (left !== undefined) for (let index = left.from; index <= left.to; index += 1) ops.push({ type: 'del', key: entryKey(index) })
       for (let index = this.mirror.firstIndex(); index <= lastIndex; index += 1) ops.push({ type: 'del', key: entryKey(index) })
       ops.push({ type: 'put', key: SNAPSHOT_KEY, value: packr.pack(request.snapshot) })
-      marker = packr.pack({ index: request.snapshot.index, term: request.snapshot.term })
-      ops.push({ type: 'put', key: COMPACTED_KEY, value: marker })
+      ops.push({ type: 'put', key: COMPACTED_KEY, value: packr.pack({ index: request.snapshot.index, term: request.snapshot.term }) })
       lastIndex = request.snapshot.index
     }
     const first = request.entries[0]
@@ -189,7 +183,6 @@ export class LevelRaftStorage implements RaftStorage {
     else if (ops.length > 0) left = this.compactedDeletes(ops, request.entries.length)
     if (ops.length > 0) await this.db.batch(ops, { sync })
     this.compactedLeft = left
-    this.compactedMarker = marker
     if (ops.length > 0 && latest !== durable) this.mirror.setHardState(latest)
     if (request.snapshot !== undefined) this.mirror.installSnapshot(request.snapshot)
     if (request.entries.length > 0) this.mirror.append(request.entries)
@@ -210,9 +203,7 @@ export class LevelRaftStorage implements RaftStorage {
     if (index < first) return
     const term = this.mirror.term(index)
     assert(term !== undefined, `compact to ${index}: no such entry`)
-    const marker = packr.pack({ index, term })
-    await this.db.put(COMPACTED_KEY, marker)
-    this.compactedMarker = marker
+    await this.db.put(COMPACTED_KEY, packr.pack({ index, term }))
     this.mirror.compact(index)
     this.compactedLeft = { from: this.compactedLeft?.from ?? first, to: index }
   }
@@ -229,7 +220,9 @@ export class LevelRaftStorage implements RaftStorage {
     if (left === undefined) return undefined
     const to = Math.min(left.to, left.from + Math.max(COMPACTED_DELETES_MIN, 2 * appended) - 1)
     for (let at = left.from; at <= to; at += 1) ops.push({ type: 'del', key: entryKey(at) })
-    if (this.compactedMarker !== undefined) ops.push({ type: 'put', key: COMPACTED_KEY, value: this.compactedMarker })
+    // The mirror's placeholder is the last compacted entry, as `c` holds it.
+    const compacted = this.mirror.firstIndex() - 1
+    ops.push({ type: 'put', key: COMPACTED_KEY, value: packr.pack({ index: compacted, term: this.mirror.term(compacted) }) })
     return to >= left.to ? undefined : { from: to + 1, to: left.to }
   }
 
