@@ -9,6 +9,7 @@ import { expect } from 'chai'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { ConnectionError } from '../../../src/api/index.js'
+import { rejection } from '../../support/thrown.js'
 import { madeClients, until } from './clients.js'
 
 interface Loopback {
@@ -126,13 +127,9 @@ describe('api client: idle sockets and servers that close them', function () {
     })
     const caller = client({ address: loopback.address })
     expect((await caller.request('GET', '/v1/a')).status).to.equal(200)
-    const failed = await caller.request('PUT', '/v1/acl/token', { body: { Description: 'x' } }).then(
-      () => undefined,
-      (error: unknown) => error,
-    )
-    expect(failed).to.be.instanceOf(ConnectionError)
-    expect((failed as ConnectionError).reached).to.equal('maybe')
-    expect((failed as ConnectionError).reason).to.equal('ECONNRESET')
+    const failed = await rejection(caller.request('PUT', '/v1/acl/token', { body: { Description: 'x' } }), ConnectionError)
+    expect(failed.reached).to.equal('maybe')
+    expect(failed.reason).to.equal('ECONNRESET')
     expect(loopback.requests).to.deep.equal(['GET /v1/a #0', 'PUT /v1/acl/token #0'])
   })
 
@@ -147,12 +144,8 @@ describe('api client: idle sockets and servers that close them', function () {
     })
     const caller = client({ address: loopback.address })
     expect((await caller.request('GET', '/v1/a')).status).to.equal(200)
-    const failed = await caller.request('GET', '/v1/b').then(
-      () => undefined,
-      (error: unknown) => error,
-    )
-    expect(failed).to.be.instanceOf(ConnectionError)
-    expect((failed as ConnectionError).reason).to.equal('ECONNRESET')
+    const failed = await rejection(caller.request('GET', '/v1/b'), ConnectionError)
+    expect(failed.reason).to.equal('ECONNRESET')
     expect(loopback.requests).to.deep.equal(['GET /v1/a #0', 'GET /v1/b #0', 'GET /v1/b #1'])
   })
 
@@ -163,15 +156,11 @@ describe('api client: idle sockets and servers that close them', function () {
     })
     const caller = client({ address: loopback.address })
     expect((await caller.request('GET', '/v1/a')).status).to.equal(200)
-    const held = caller.request('GET', '/v1/held').then(
-      () => undefined,
-      (error: unknown) => error,
-    )
+    const held = rejection(caller.request('GET', '/v1/held'), ConnectionError)
     await until(() => loopback!.requests.length === 2, 'the held request reached the server')
     const closedAt = Date.now()
     caller.close()
-    const failed = await held
-    expect(failed).to.be.instanceOf(ConnectionError)
+    await held
     expect(Date.now() - closedAt).to.be.below(1_000)
     await sleep(100)
     expect(loopback.requests).to.deep.equal(['GET /v1/a #0', 'GET /v1/held #0'])
@@ -188,12 +177,8 @@ describe('api client: idle sockets and servers that close them', function () {
     const caller = client({ address: loopback.address })
     const first = await Promise.all(Array.from({ length: 4 }, () => caller.request('GET', '/v1/a')))
     expect(first.map((answered) => answered.status)).to.deep.equal([200, 200, 200, 200])
-    const failed = await caller.request('GET', '/v1/b').then(
-      () => undefined,
-      (error: unknown) => error,
-    )
-    expect(failed).to.be.instanceOf(ConnectionError)
-    expect((failed as ConnectionError).reason).to.equal('ECONNRESET')
+    const failed = await rejection(caller.request('GET', '/v1/b'), ConnectionError)
+    expect(failed.reason).to.equal('ECONNRESET')
     expect(loopback.requests.filter((request) => request.startsWith('GET /v1/b'))).to.have.length(3)
   })
 })

@@ -4,6 +4,7 @@
  * closes midway, and one over the limit are each refused with the one error shape; a whole body arrives whole.
  */
 import { expect } from 'chai'
+import { rejection } from '../../support/thrown.js'
 import { PassThrough } from 'node:stream'
 import type { Context } from 'koa'
 import { ANONYMOUS_BODY, bodiesInFlight, readBody, readJson } from '../../../src/http/body.js'
@@ -15,14 +16,7 @@ function contextOf(request: PassThrough, headers: Record<string, string> = {}): 
   return { ctx: ctx as unknown as Context, set }
 }
 
-async function refusal(promise: Promise<unknown>): Promise<WardenError> {
-  const outcome = await promise.then(
-    () => undefined,
-    (error: unknown) => error,
-  )
-  expect(outcome).to.be.instanceOf(WardenError)
-  return outcome as WardenError
-}
+const refusal = (promise: Promise<unknown>): Promise<WardenError> => rejection(promise, WardenError)
 
 describe('readBody', () => {
   it('returns the whole body, however it was split', async () => {
